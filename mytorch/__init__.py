@@ -1,0 +1,19 @@
+"""mytorch: composable transformations (grad, vmap, jit, pmap) of NumPy-style programs.
+
+    import mytorch as mt, mytorch.numpy as mnp
+    print(mt.make_jaxpr(lambda x: mnp.tanh(x) @ x.T)(mnp.ones((2, 3))))
+"""
+
+from mytorch import errors
+from mytorch.core import tree_util
+from mytorch.core.array import Array
+from mytorch.core.config import config
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr
+from mytorch.core.aval import ShapedArray
+from mytorch import lax
+from mytorch.backends import numpy as _numpy_backend  # noqa: F401  (registers the CPU backend)
+from mytorch import numpy
+from mytorch.api import devices, device_get, device_put, local_device_count, make_jaxpr
+from mytorch.errors import ConcretizationTypeError, UnexpectedTracerError
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""NumPy kernels (being written)."""

@@ -1,0 +1,94 @@
+"""Global configuration: `mt.config.update(name, value)`, `mt.config.name`.
+
+Options (all also readable as attributes):
+  enable_x64            allow 64-bit dtypes (default False: float32/int32 defaults)
+  default_backend       "cpu" or "gpu": where new arrays are placed
+  debug_nans            raise FloatingPointError where a NaN first appears
+  explain_cache_misses  say why a jitted function was retraced
+  num_cpu_devices       how many virtual CPU devices `mt.devices()` lists (for pmap)
+Every option may also be set with an environment variable MYTORCH_<NAME_IN_CAPS>.
+"""
+
+import contextlib
+import os
+
+_DEFAULTS = {
+    "enable_x64": False,
+    "default_backend": "cpu",
+    "debug_nans": False,
+    "explain_cache_misses": False,
+    "num_cpu_devices": 1,
+}
+_CHOICES = {"default_backend": ("cpu", "gpu")}
+
+
+def _from_env(name, default):
+    raw = os.environ.get("MYTORCH_" + name.upper())
+    if raw is None:
+        return default
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        return int(raw)
+    return raw
+
+
+class Config:
+    """The mutable settings object behind `mt.config`."""
+
+    def __init__(self):
+        object.__setattr__(self, "_values", {k: _from_env(k, v) for k, v in _DEFAULTS.items()})
+        object.__setattr__(self, "_listeners", [])
+
+    def update(self, name, value):
+        """Set option `name` to `value`; unknown names and bad values raise ValueError."""
+        if name not in _DEFAULTS:
+            known = ", ".join(sorted(_DEFAULTS))
+            raise ValueError(f"mt.config has no option {name!r}; known options: {known}")
+        default = _DEFAULTS[name]
+        if isinstance(default, bool):
+            if not isinstance(value, (bool, int)):
+                raise ValueError(f"mt.config option {name!r} takes a bool, got {value!r}")
+            value = bool(value)
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"mt.config option {name!r} takes an int >= 1, got {value!r}")
+        if name in _CHOICES and value not in _CHOICES[name]:
+            raise ValueError(
+                f"mt.config option {name!r} must be one of {_CHOICES[name]}, got {value!r}"
+            )
+        self._values[name] = value
+        for listener in self._listeners:
+            listener(name, value)
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"mt.config has no option {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"use mt.config.update({name!r}, value) to change an option")
+
+    def values(self):
+        """A tuple of (name, value) pairs: part of every compilation cache key."""
+        return tuple(sorted(self._values.items()))
+
+    def on_update(self, listener):
+        """Call `listener(name, value)` after every update (used to drop stale caches)."""
+        self._listeners.append(listener)
+
+    @contextlib.contextmanager
+    def override(self, **options):
+        """Temporarily set options: `with mt.config.override(enable_x64=True): ...`."""
+        old = {k: self._values[k] for k in options if k in self._values}
+        try:
+            for k, v in options.items():
+                self.update(k, v)
+            yield self
+        finally:
+            for k, v in old.items():
+                self.update(k, v)
+
+
+config = Config()

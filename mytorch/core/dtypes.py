@@ -1,0 +1,189 @@
+"""Dtypes, 64-bit canonicalisation, weak types and the type-promotion lattice.
+
+mytorch's dtypes are NumPy dtypes (bfloat16 comes from ml_dtypes). Promotion follows a
+lattice, like JAX's, rather than NumPy's value-based tables:
+
+    bool -> int* -> uint8 -> uint16 -> uint32 -> uint64 -> float*
+            int* -> int8  -> int16  -> int32  -> int64  -> float*
+            uint8 -> int16,  uint16 -> int32,  uint32 -> int64
+    float* -> float16 | bfloat16 -> float32 -> float64
+
+`int*` and `float*` are the *weak* types of Python ints and floats: `x * 2.0` keeps the
+dtype of `x`. The result type of two dtypes is their least upper bound. Without
+`enable_x64`, 64-bit results are narrowed to 32 bits (int64 -> int32, float64 -> float32).
+docs/dtypes.md shows the full table.
+"""
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+from mytorch.core.config import config
+from mytorch.errors import X64Warning
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, bfloat16, float32, float64)
+_SHORT_NAMES = {
+    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8",
+    uint16: "u16", uint32: "u32", uint64: "u64", float16: "f16", bfloat16: "bf16",
+    float32: "f32", float64: "f64",
+}
+_FLOATS = frozenset((float16, bfloat16, float32, float64))
+_SIGNED = frozenset((int8, int16, int32, int64))
+_UNSIGNED = frozenset((uint8, uint16, uint32, uint64))
+_NARROW = {int64: int32, uint64: uint32, float64: float32}
+
+# Nodes of the lattice: dtypes plus the two weak categories.
+WEAK_INT, WEAK_FLOAT = "int*", "float*"
+_LATTICE = {
+    bool_: [WEAK_INT],
+    WEAK_INT: [uint8, int8],
+    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
+    WEAK_FLOAT: [float16, bfloat16],
+    float16: [float32], bfloat16: [float32], float32: [float64], float64: [],
+}
+
+
+def _upper_bounds(node):
+    seen, stack = {node}, [node]
+    while stack:
+        for up in _LATTICE[stack.pop()]:
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return frozenset(seen)
+
+
+_UPPER = {n: _upper_bounds(n) for n in _LATTICE}
+
+
+def _join(a, b):
+    common = _UPPER[a] & _UPPER[b]
+    # the least upper bound is the common bound that every other common bound is above
+    for c in common:
+        if common <= _UPPER[c]:
+            return c
+    raise TypeError(f"no common dtype for {a} and {b}")  # unreachable: float64 tops all
+
+
+_JOIN_CACHE = {}
+
+
+def short_name(dtype):
+    """`f32`-style name used in avals and error messages."""
+    return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
+
+
+def is_float(dtype):
+    return np.dtype(dtype) in _FLOATS
+
+
+def is_int(dtype):
+    d = np.dtype(dtype)
+    return d in _SIGNED or d in _UNSIGNED
+
+
+def is_signed_int(dtype):
+    return np.dtype(dtype) in _SIGNED
+
+
+def is_unsigned_int(dtype):
+    return np.dtype(dtype) in _UNSIGNED
+
+
+def is_bool(dtype):
+    return np.dtype(dtype) == bool_
+
+
+def default_float():
+    return float64 if config.enable_x64 else float32
+
+
+def default_int():
+    return int64 if config.enable_x64 else int32
+
+
+def canonicalize(dtype, *, explicit=False):
+    """The dtype mytorch stores for `dtype`: 64-bit types narrow to 32 bits without x64.
+
+    With `explicit=True` (the user named the dtype) a narrowing warns with X64Warning.
+    Unsupported dtypes (complex, strings, objects) raise TypeError.
+    """
+    d = np.dtype(dtype)
+    if d not in _SHORT_NAMES:
+        raise TypeError(
+            f"mytorch does not support dtype {d}; supported: "
+            + ", ".join(str(t) for t in ALL_DTYPES)
+        )
+    if d in _NARROW and not config.enable_x64:
+        if explicit:
+            warnings.warn(
+                f"dtype {d} requested, but 64-bit types are off; using {_NARROW[d]}. "
+                'Turn them on with mt.config.update("enable_x64", True).',
+                X64Warning,
+                stacklevel=3,
+            )
+        return _NARROW[d]
+    return d
+
+
+def _node(dtype, weak):
+    if weak:
+        if dtype == bool_:
+            return bool_
+        return WEAK_FLOAT if dtype in _FLOATS else WEAK_INT
+    return dtype
+
+
+def promote(dtype_a, weak_a, dtype_b, weak_b):
+    """(dtype, weak) of a binary operation between two typed values."""
+    key = (dtype_a, weak_a, dtype_b, weak_b, config.enable_x64)
+    hit = _JOIN_CACHE.get(key)
+    if hit is not None:
+        return hit
+    joined = _join(_node(dtype_a, weak_a), _node(dtype_b, weak_b))
+    weak = weak_a or weak_b  # int64 with uint64 meets at float* but is not weak
+    if joined == WEAK_INT:
+        out = (default_int(), weak)
+    elif joined == WEAK_FLOAT:
+        out = (default_float(), weak)
+    else:
+        out = (canonicalize(joined), False)
+    _JOIN_CACHE[key] = out
+    return out
+
+
+def promote_types(a, b):
+    """The promoted dtype of two (strong) dtypes, like `jnp.promote_types`."""
+    return promote(np.dtype(a), False, np.dtype(b), False)[0]
+
+
+def python_scalar_dtype(x):
+    """(dtype, weak) of a Python scalar: bool -> bool, int -> int*, float -> float*."""
+    if isinstance(x, bool):
+        return bool_, False
+    if isinstance(x, int):
+        return default_int(), True
+    if isinstance(x, float):
+        return default_float(), True
+    if isinstance(x, complex):
+        raise TypeError("mytorch does not support complex numbers")
+    raise TypeError(f"not a Python scalar: {type(x).__name__}")
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (bfloat16 included)."""
+    return ml_dtypes.finfo(np.dtype(dtype))
+
+
+def iinfo(dtype):
+    """Machine limits of an integer dtype."""
+    return np.iinfo(np.dtype(dtype))

@@ -1,0 +1,308 @@
+"""The jaxpr IR: variables, literals, equations, jaxprs; printing, type checking, evaluation.
+
+    { lambda a:f32[3]; b:f32[2,3]. let
+        c:f32[2,3] = tanh b
+        d:f32[2] = reduce_sum[axes=(1,)] c
+      in (d,) }
+
+Constant variables come before the `;`, inputs after it. Every equation records the user
+source line that created it (`source_info`), so errors and NaN reports point at user code.
+"""
+
+import numpy as np
+
+from mytorch.core.aval import ShapedArray
+from mytorch.core.trace import aval_of
+from mytorch.errors import JaxprTypeError
+
+
+class Var:
+    """A jaxpr variable: only identity and an abstract value."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A constant scalar inlined into an equation."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval):
+        self.val, self.aval = val, aval
+
+    def __repr__(self):
+        return f"Literal({_literal_str(self)})"
+
+
+class DropVar:
+    """An equation output nobody reads (printed `_`)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+
+class JaxprEqn:
+    """`outvars = primitive[params] invars`, recorded at `source_info`."""
+
+    __slots__ = ("primitive", "invars", "params", "outvars", "source_info")
+
+    def __init__(self, primitive, invars, params, outvars, source_info=None):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.params = dict(params)
+        self.outvars = list(outvars)
+        self.source_info = source_info
+
+    def replace(self, **kw):
+        fields = dict(primitive=self.primitive, invars=self.invars, params=self.params,
+                      outvars=self.outvars, source_info=self.source_info)
+        fields.update(kw)
+        return JaxprEqn(**fields)
+
+    def __repr__(self):
+        return _Printer().eqn(self)
+
+
+class Jaxpr:
+    """A typed, first-order program: constvars, invars, equations and outvars."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars", "debug_name")
+
+    def __init__(self, constvars, invars, eqns, outvars, debug_name=None):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+        self.debug_name = debug_name
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [v.aval for v in self.outvars]
+
+    def __str__(self):
+        return _Printer().jaxpr(self)
+
+    __repr__ = __str__
+
+    def pretty_print(self):
+        return str(self)
+
+
+class ClosedJaxpr:
+    """A jaxpr together with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr, consts):
+        if len(consts) != len(jaxpr.constvars):
+            raise ValueError("ClosedJaxpr needs one constant per constvar")
+        self.jaxpr, self.consts = jaxpr, list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return str(self.jaxpr)
+
+    __repr__ = __str__
+
+    def pretty_print(self):
+        return str(self)
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+
+# ---- printing -------------------------------------------------------------------------
+def _var_name(i):
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    s = ""
+    while True:
+        s = letters[i % 26] + s
+        i = i // 26
+        if i == 0:
+            return s
+        i -= 1
+
+
+def _literal_str(lit):
+    v = np.asarray(lit.val)
+    if v.dtype == np.bool_:
+        text = "True" if v.item() else "False"
+    elif v.dtype.kind == "f" or v.dtype.name == "bfloat16":
+        text = repr(float(v.item()))
+    else:
+        text = str(int(v.item()))
+    return f"{text}:{lit.aval.str_short()}"
+
+
+class _Printer:
+    def __init__(self):
+        self.names = {}
+
+    def name(self, v):
+        if isinstance(v, Literal):
+            return _literal_str(v)
+        if isinstance(v, DropVar):
+            return "_"
+        n = self.names.get(v)
+        if n is None:
+            n = self.names[v] = _var_name(len(self.names))
+        return n
+
+    def binder(self, v):
+        return f"{self.name(v)}:{v.aval.str_short()}"
+
+    def param(self, value, indent):
+        if isinstance(value, ClosedJaxpr):
+            value = value.jaxpr
+        if isinstance(value, Jaxpr):
+            inner = _Printer().jaxpr(value, indent + 4)
+            return inner
+        if isinstance(value, np.dtype):
+            return value.name
+        if isinstance(value, tuple) and value and isinstance(value[0], (Jaxpr, ClosedJaxpr)):
+            return "(" + ", ".join(self.param(v, indent) for v in value) + ")"
+        if callable(value) and hasattr(value, "__name__"):
+            return value.__name__
+        return repr(value) if isinstance(value, str) else str(value)
+
+    def eqn(self, eqn, indent=0):
+        lhs = " ".join(self.binder(v) for v in eqn.outvars) if eqn.outvars else "_"
+        params = ""
+        if eqn.params:
+            params = "[" + ", ".join(
+                f"{k}={self.param(v, indent)}" for k, v in sorted(eqn.params.items())
+            ) + "]"
+        rhs = " ".join(self.name(v) for v in eqn.invars)
+        return f"{lhs} = {eqn.primitive.name}{params}{' ' if rhs else ''}{rhs}"
+
+    def jaxpr(self, jaxpr, indent=0):
+        consts = " ".join(self.binder(v) for v in jaxpr.constvars)
+        ins = " ".join(self.binder(v) for v in jaxpr.invars)
+        pad = " " * indent
+        lines = [f"{pad}    {self.eqn(e, indent + 4)}" for e in jaxpr.eqns]
+        outs = ", ".join(self.name(v) for v in jaxpr.outvars)
+        outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
+        head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+        if not lines:
+            return f"{head} in {outs} }}"
+        return "\n".join([head, *lines, f"{pad}  in {outs} }}"])
+
+
+# ---- checking -------------------------------------------------------------------------
+def check_jaxpr(jaxpr):
+    """Type-check a jaxpr (or ClosedJaxpr): every variable is bound once before use and
+    every equation's outputs match its primitive's abstract evaluation of its inputs.
+
+    Raises:
+      JaxprTypeError: naming the offending equation and its source line.
+    """
+    if isinstance(jaxpr, ClosedJaxpr):
+        for v, c in zip(jaxpr.jaxpr.constvars, jaxpr.consts, strict=True):
+            if not _same_type(v.aval, aval_of(c)):
+                raise JaxprTypeError(
+                    f"constant for {v.aval.str_short()} has type {aval_of(c).str_short()}"
+                )
+        jaxpr = jaxpr.jaxpr
+    bound = set()
+    printer = _Printer()
+
+    def bind(v, where):
+        if isinstance(v, DropVar):
+            return
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
+        if v in bound:
+            raise JaxprTypeError(f"{where}: variable {printer.name(v)} is bound twice")
+        bound.add(v)
+
+    def read(v, where):
+        if isinstance(v, Literal):
+            if not isinstance(v.aval, ShapedArray) or v.aval.shape != np.shape(v.val):
+                raise JaxprTypeError(f"{where}: literal {v!r} has an inconsistent aval")
+            return
+        if v not in bound:
+            raise JaxprTypeError(f"{where}: variable {printer.name(v)} is read before it is bound")
+
+    for v in jaxpr.constvars:
+        bind(v, "constvars")
+    for v in jaxpr.invars:
+        bind(v, "invars")
+    for eqn in jaxpr.eqns:
+        where = f"equation `{printer.eqn(eqn)}`" + (
+            f" from {eqn.source_info}" if eqn.source_info is not None else ""
+        )
+        for v in eqn.invars:
+            read(v, where)
+        try:
+            expected = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
+        except (TypeError, ValueError) as err:
+            raise JaxprTypeError(f"{where}: {err}") from None
+        if len(expected) != len(eqn.outvars):
+            raise JaxprTypeError(
+                f"{where}: {eqn.primitive.name} makes {len(expected)} outputs, "
+                f"the equation binds {len(eqn.outvars)}"
+            )
+        for v, aval in zip(eqn.outvars, expected, strict=True):
+            if not _same_type(v.aval, aval):
+                raise JaxprTypeError(
+                    f"{where}: output typed {v.aval.str_short()} but {eqn.primitive.name} "
+                    f"gives {aval.str_short()}"
+                )
+        for sub in _sub_jaxprs(eqn.params):
+            check_jaxpr(sub)
+        for v in eqn.outvars:
+            bind(v, where)
+    for v in jaxpr.outvars:
+        read(v, "outvars")
+
+
+def _same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _sub_jaxprs(params):
+    for value in params.values():
+        values = value if isinstance(value, tuple) else (value,)
+        for v in values:
+            if isinstance(v, (Jaxpr, ClosedJaxpr)):
+                yield v
+
+
+# ---- evaluation -----------------------------------------------------------------------
+def eval_jaxpr(jaxpr, consts, *args):
+    """Evaluate `jaxpr` on `args` by binding each equation's primitive under the current
+    trace (so evaluating inside a transformation transforms the program). A list."""
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+
+    def read(v):
+        return v.val if type(v) is Literal else env[v]
+
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = (outs,)
+        for v, x in zip(eqn.outvars, outs, strict=True):
+            if type(v) is Var:
+                env[v] = x
+    return [read(v) for v in jaxpr.outvars]

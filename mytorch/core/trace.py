@@ -1,0 +1,219 @@
+"""Traces and tracers, and the eager trace that runs kernels.
+
+The current trace lives in a thread-local slot. A transformation installs a new trace whose
+`parent` is the trace that was current; the trace object itself is the tag that tells its
+own tracers from foreign values (which are constants to it). A trace processes a primitive
+by unwrapping its tracers and emitting work to its parent (`with set_current_trace(parent)`).
+When a transformation ends its trace is marked dead, so a tracer that escapes is caught the
+next time it is used.
+"""
+
+import contextlib
+import threading
+
+import numpy as np
+
+from mytorch.core import dtypes
+from mytorch.core.array import Array, ArrayImpl, from_numpy, is_python_scalar, scalar_array
+from mytorch.core.aval import ShapedArray
+from mytorch.core.source_info import user_frame
+from mytorch.errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    UnexpectedTracerError,
+)
+
+
+class Trace:
+    """Base class of a transformation's trace."""
+
+    __slots__ = ("parent", "name", "alive", "source", "__weakref__")
+
+    def __init__(self, parent, name):
+        self.parent = parent
+        self.name = name  # e.g. "make_jaxpr(loss)": used in error messages
+        self.alive = True
+        self.source = user_frame()
+
+    def process_primitive(self, prim, args, params):
+        """Apply `prim` to `args` (tracers of any trace, or concrete arrays): a list."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.trace = EVAL_TRACE
+
+
+def current_trace():
+    return _state.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace):
+    """Make `trace` current inside the block (and restore the previous one after)."""
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+
+
+@contextlib.contextmanager
+def new_trace(make_trace):
+    """Install `make_trace(parent)` as the current trace; mark it dead on exit."""
+    trace = make_trace(_state.trace)
+    prev = _state.trace
+    _state.trace = trace
+    try:
+        yield trace
+    finally:
+        _state.trace = prev
+        trace.alive = False
+
+
+class Tracer(Array):
+    """A value being traced by a transformation: knows its trace and its abstract value."""
+
+    __slots__ = ("_trace",)
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    def concrete_value(self):
+        """The value as a NumPy array when the trace knows it (e.g. JVP primals), else None."""
+        return None
+
+    def _concretize(self, what, suggestion):
+        value = self.concrete_value()
+        if value is not None:
+            return value
+        raise ConcretizationTypeError(_concretization_message(self, what, suggestion))
+
+    def __bool__(self):
+        return bool(self._concretize("`if`/bool()", "lax.cond or mnp.where"))
+
+    def __int__(self):
+        return int(self._concretize("int()", "lax.convert_element_type"))
+
+    def __float__(self):
+        return float(self._concretize("float()", "lax.convert_element_type"))
+
+    def __index__(self):
+        return int(self._concretize("using it as an index", "lax.dynamic_slice"))
+
+    def __complex__(self):
+        return complex(self._concretize("complex()", "real arithmetic"))
+
+    def item(self, *args):
+        return self._concretize(".item()", "keeping it as an array").item(*args)
+
+    def tolist(self):
+        return self._concretize(".tolist()", "keeping it as an array").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"a traced {self.aval.str_short()} value in {self._trace.name} cannot be "
+            f"converted to a NumPy array{_at()}. Use mytorch.numpy functions instead of "
+            "numpy ones inside transformed functions, or mt.pure_callback for host code."
+        )
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}> in {self._trace.name}"
+
+
+def _at():
+    info = user_frame()
+    return f" ({info})" if info is not None else ""
+
+
+def _concretization_message(tracer, what, suggestion):
+    aval = tracer.aval
+    return (
+        f"{what} needs a concrete value, but got an abstract {aval.str_short()} "
+        f"in {tracer._trace.name}{_at()}. Use {suggestion}, or mark the argument static "
+        "with static_argnums."
+    )
+
+
+def leaked_tracer_error(tracer):
+    trace = tracer._trace
+    made = f" ({trace.source})" if trace.source is not None else ""
+    return UnexpectedTracerError(
+        f"a {tracer.aval.str_short()} value created in {trace.name}{made} was used after "
+        f"that transformation ended{_at()}. Return it from the function instead of storing it."
+    )
+
+
+def to_concrete(x):
+    """Turn a raw value (Python or NumPy scalar, NumPy array) into an ArrayImpl."""
+    if is_python_scalar(x):
+        return scalar_array(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(x)
+    raise TypeError(
+        f"expected an array, got {type(x).__name__}: {x!r:.80}. Wrap lists and other "
+        "values with mnp.asarray first"
+    )
+
+
+class EvalTrace(Trace):
+    """The trace at the bottom: runs each primitive's kernel eagerly."""
+
+    __slots__ = ()
+
+    def process_primitive(self, prim, args, params):
+        arrays = []
+        for a in args:
+            if type(a) is not ArrayImpl:
+                if isinstance(a, Tracer):
+                    raise leaked_tracer_error(a)
+                a = a if isinstance(a, ArrayImpl) else to_concrete(a)
+            arrays.append(a)
+        out_avals = prim.abstract_eval(*[a.aval for a in arrays], **params)
+        if prim.impl is not None:
+            return prim.impl(*arrays, **params)
+        device = arrays[0].device if arrays else _default_device()
+        backend = device.backend
+        outs = backend.kernel(prim)(*[a._buf for a in arrays], **params)
+        if not prim.multiple_results:
+            outs = (outs,)
+        return [
+            ArrayImpl(backend.coerce(o, aval.dtype), aval.weak_type, device)
+            for o, aval in zip(outs, out_avals, strict=True)
+        ]
+
+
+def _default_device():
+    from mytorch.core.backend import default_device
+
+    return default_device()
+
+
+EVAL_TRACE = EvalTrace(None, "eager evaluation")
+_state = _State()
+
+
+def aval_of(x):
+    """The abstract value of an array, tracer, NumPy value or Python scalar."""
+    if isinstance(x, Array):
+        return x.aval
+    if is_python_scalar(x):
+        dtype, weak = dtypes.python_scalar_dtype(x)
+        return ShapedArray((), dtype, weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype))
+    raise TypeError(f"{type(x).__name__} is not a valid mytorch array value: {x!r:.80}")

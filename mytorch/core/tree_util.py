@@ -1,0 +1,878 @@
+"""Pytrees: nested containers of leaves, following the names and semantics of jax.tree_util.
+
+Containers (nodes) are tuple, list, dict (children in sorted-key order), None (a node with no
+children), namedtuple types, collections.OrderedDict (insertion order), collections.defaultdict
+(sorted keys) and any type registered with `register_pytree_node`, `register_pytree_with_keys`
+or `register_dataclass`. Node types match exactly (a subclass of list is a leaf); everything
+else is a leaf.
+
+Internally a structure is a nested tuple ``(handler, aux_data, children)`` per node, with
+``None`` standing for a leaf; `PyTreeDef` wraps one and caches its hash.
+"""
+
+import collections
+import dataclasses
+import functools
+
+__all__ = [
+    "PyTreeDef", "SequenceKey", "DictKey", "GetAttrKey", "FlattenedIndexKey",
+    "register_pytree_node", "register_pytree_with_keys", "register_dataclass",
+    "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_map",
+    "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "keystr",
+    "tree_all", "tree_reduce", "tree_transpose", "treedef_is_leaf", "all_leaves",
+    "treedef_children", "treedef_tuple", "broadcast_prefix", "flatten_up_to",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Key path entries
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SequenceKey:
+    """Path entry for child number `idx` of a tuple or list. ``str(SequenceKey(0)) == '[0]'``."""
+
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DictKey:
+    """Path entry for the child under `key` of a dict. ``str(DictKey('a')) == "['a']"``."""
+
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetAttrKey:
+    """Path entry for attribute `name` (namedtuples, dataclasses). ``str(GetAttrKey('x'))``
+    is ``'.x'``."""
+
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FlattenedIndexKey:
+    """Path entry for child number `key` of a node registered without keys.
+
+    ``str(FlattenedIndexKey(1)) == '[<flat index 1>]'``.
+    """
+
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def _simple_str(k):
+    if isinstance(k, SequenceKey):
+        return str(k.idx)
+    if isinstance(k, DictKey):
+        return str(k.key)
+    if isinstance(k, GetAttrKey):
+        return k.name
+    if isinstance(k, FlattenedIndexKey):
+        return str(k.key)
+    return str(k)
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """Render a key path as a string.
+
+    Args:
+        keys: a sequence of key entries, as in `tree_flatten_with_path`.
+        simple: if True, render each entry bare (``0``, ``a``, ``x``) instead of JAX style.
+        separator: string placed between entries.
+
+    Returns:
+        The rendered path, ``''`` for the empty path.
+
+    Example:
+        >>> keystr((SequenceKey(1), DictKey('b'), GetAttrKey('x')))
+        "[1]['b'].x"
+        >>> keystr((SequenceKey(1), DictKey('b')), simple=True, separator='/')
+        '1/b'
+    """
+    return separator.join(_simple_str(k) if simple else str(k) for k in keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# Node handlers and the registry
+
+
+class _Node:
+    """How one node type flattens. `ident` means flatten(x) is (x, None) (tuple-like)."""
+
+    __slots__ = ("type", "flatten", "flatten_with_keys", "unflatten", "describe", "fmt", "ident")
+
+    def __init__(self, typ, flatten, flatten_with_keys, unflatten, describe, fmt, ident=False):
+        self.type, self.flatten, self.flatten_with_keys = typ, flatten, flatten_with_keys
+        self.unflatten, self.describe, self.fmt, self.ident = unflatten, describe, fmt, ident
+
+
+_registry = {}  # explicitly registered (and builtin) node types -> _Node
+
+
+class _Dispatch(dict):
+    """Cache type -> _Node, or None for a leaf type; misses are classified once."""
+
+    def __missing__(self, typ):
+        node = _registry.get(typ)
+        if node is None and issubclass(typ, tuple):
+            fields = getattr(typ, "_fields", None)
+            if isinstance(fields, tuple) and all(isinstance(f, str) for f in fields):
+                node = _namedtuple_node(typ)
+        self[typ] = node
+        return node
+
+
+_dispatch = _Dispatch()
+
+
+def _qualname(typ):
+    return f"{typ.__module__}.{typ.__qualname__}"
+
+
+def _add(node):
+    if node.type in _registry:
+        raise ValueError(f"Duplicate pytree node registration for type {_qualname(node.type)}")
+    _registry[node.type] = _dispatch[node.type] = node
+
+
+def _sorted_keys(d):
+    try:
+        return tuple(sorted(d))
+    except TypeError:  # mixed key types: still deterministic
+        return tuple(sorted(d, key=lambda k: (type(k).__qualname__, repr(k))))
+
+
+def _seq_with_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
+
+
+def _dict_flatten(d):
+    keys = _sorted_keys(d)
+    return [d[k] for k in keys], keys
+
+
+def _dict_with_keys(d):
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _fmt_dict(keys, parts):
+    return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
+
+
+def _fmt_tuple(_, parts):
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _odict_flatten(d):
+    return list(d.values()), tuple(d)
+
+
+def _ddict_flatten(d):
+    children, keys = _dict_flatten(d)
+    return children, (d.default_factory, keys)
+
+
+def _ddict_with_keys(d):
+    children, keys = _dict_with_keys(d)
+    return children, (d.default_factory, keys)
+
+
+def _fmt_ddict(aux, parts):
+    factory = getattr(aux[0], "__name__", repr(aux[0]))
+    return f"defaultdict({factory}, {_fmt_dict(aux[1], parts)})"
+
+
+_add(_Node(tuple, lambda x: (x, None), _seq_with_keys, lambda _, c: tuple(c),
+           lambda _, n: f"a tuple of length {n}", _fmt_tuple, ident=True))
+_add(_Node(list, lambda x: (x, None), _seq_with_keys, lambda _, c: list(c),
+           lambda _, n: f"a list of length {n}", lambda _, p: "[" + ", ".join(p) + "]",
+           ident=True))
+_add(_Node(dict, _dict_flatten, _dict_with_keys, lambda keys, c: dict(zip(keys, c)),
+           lambda keys, _: f"a dict with keys {keys!r}", _fmt_dict))
+_add(_Node(type(None), lambda x: ((), None), lambda x: ((), None), lambda _, c: None,
+           lambda _, n: "None", lambda _, p: "None"))
+_add(_Node(collections.OrderedDict, _odict_flatten,
+           lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
+           lambda keys, c: collections.OrderedDict(zip(keys, c)),
+           lambda keys, _: f"an OrderedDict with keys {keys!r}",
+           lambda keys, p: f"OrderedDict({_fmt_dict(keys, p)})"))
+_add(_Node(collections.defaultdict, _ddict_flatten, _ddict_with_keys,
+           lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
+           lambda aux, _: f"a defaultdict with keys {aux[1]!r}", _fmt_ddict))
+
+
+def _namedtuple_node(typ):
+    fields = typ._fields
+    return _Node(
+        typ, lambda x: (x, None),
+        lambda x: ([(GetAttrKey(f), c) for f, c in zip(fields, x)], None),
+        lambda _, c: typ(*c),
+        lambda _, n: f"a namedtuple {typ.__name__} with fields {fields!r}",
+        lambda _, p: f"{typ.__name__}(" + ", ".join(f"{f}={s}" for f, s in zip(fields, p)) + ")",
+        ident=True)
+
+
+def _custom_node(typ, flatten, flatten_with_keys, unflatten):
+    name = typ.__name__
+    return _Node(
+        typ, flatten, flatten_with_keys, unflatten,
+        lambda aux, n: f"a {name} node with {n} children and aux data {aux!r}",
+        lambda aux, p: f"CustomNode({name}[{aux!r}], [{', '.join(p)}])")
+
+
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+    """Register `nodetype` as a pytree node type.
+
+    Args:
+        nodetype: the class; only instances of exactly this type are nodes.
+        flatten_func: ``x -> (children, aux_data)``; `children` is an iterable and
+            `aux_data` must be hashable and comparable (it is part of the treedef).
+        unflatten_func: ``(aux_data, children) -> x``.
+        flatten_with_keys_func: optional ``x -> (((key, child), ...), aux_data)``; without it
+            children are keyed by `FlattenedIndexKey`.
+
+    Raises:
+        ValueError: if `nodetype` is already registered.
+
+    Example:
+        >>> class Box:
+        ...     def __init__(self, v): self.v = v
+        >>> register_pytree_node(Box, lambda b: ((b.v,), None), lambda _, c: Box(*c))
+        >>> tree_leaves([Box(1), Box((2, 3))])
+        [1, 2, 3]
+    """
+    if flatten_with_keys_func is None:
+        def flatten_with_keys_func(x):
+            children, aux = flatten_func(x)
+            return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+    _add(_custom_node(nodetype, flatten_func, flatten_with_keys_func, unflatten_func))
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Register `nodetype` as a pytree node whose children carry their own path keys.
+
+    Args:
+        nodetype: the class to register.
+        flatten_with_keys: ``x -> (iterable of (key, child), aux_data)``.
+        unflatten_func: ``(aux_data, children) -> x``.
+        flatten_func: optional faster ``x -> (children, aux_data)``; derived when omitted.
+
+    Raises:
+        ValueError: if `nodetype` is already registered.
+
+    Example:
+        >>> class P:
+        ...     def __init__(self, a): self.a = a
+        >>> register_pytree_with_keys(
+        ...     P, lambda p: (((GetAttrKey('a'), p.a),), None), lambda _, c: P(*c))
+        >>> keystr(tree_flatten_with_path([P(5)])[0][0][0])
+        '[0].a'
+    """
+    if flatten_func is None:
+        def flatten_func(x):
+            pairs, aux = flatten_with_keys(x)
+            return [c for _, c in pairs], aux
+    _add(_custom_node(nodetype, flatten_func, flatten_with_keys, unflatten_func))
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None):
+    """Register a dataclass-like class: data fields are children, meta fields are aux data.
+
+    Used bare (``@register_dataclass``) on a dataclass, fields declared with
+    ``field(metadata=dict(static=True))`` are meta fields and all other init fields are data.
+    Unflattening calls ``nodetype(**fields)``.
+
+    Args:
+        nodetype: the class.
+        data_fields: names of the fields holding pytree children.
+        meta_fields: names of the static fields (hashable; part of the treedef).
+
+    Returns:
+        `nodetype`, so that this works as a decorator.
+
+    Raises:
+        TypeError: if fields must be inferred but `nodetype` is not a dataclass.
+        ValueError: if the field lists overlap, do not cover the dataclass's init fields, or
+            `nodetype` is already registered.
+
+    Example:
+        >>> @register_dataclass
+        ... @dataclasses.dataclass
+        ... class Pt:
+        ...     x: float
+        ...     tag: str = dataclasses.field(default='p', metadata=dict(static=True))
+        >>> tree_flatten(Pt(1.0))[0]
+        [1.0]
+    """
+    init_names = None
+    if dataclasses.is_dataclass(nodetype):
+        fields = [f for f in dataclasses.fields(nodetype) if f.init]
+        init_names = [f.name for f in fields]
+        static = [f.name for f in fields if f.metadata.get("static", False)]
+    if data_fields is None or meta_fields is None:
+        if init_names is None:
+            raise TypeError(f"register_dataclass: {_qualname(nodetype)} is not a dataclass; "
+                            "pass data_fields and meta_fields explicitly")
+        if data_fields is None and meta_fields is None:
+            meta_fields = static
+        if data_fields is None:
+            data_fields = [n for n in init_names if n not in meta_fields]
+        else:
+            meta_fields = [n for n in init_names if n not in data_fields]
+    data, meta = tuple(data_fields), tuple(meta_fields)
+    if set(data) & set(meta):
+        raise ValueError(f"register_dataclass: fields {sorted(set(data) & set(meta))} are "
+                         "listed as both data and meta fields")
+    if init_names is not None and set(data) | set(meta) != set(init_names):
+        raise ValueError(f"register_dataclass: data_fields {data} and meta_fields {meta} must "
+                         f"together be the init fields {tuple(init_names)} of {nodetype.__name__}")
+
+    def flatten(x):
+        return [getattr(x, n) for n in data], tuple([getattr(x, n) for n in meta])
+
+    def flatten_with_keys(x):
+        return [(GetAttrKey(n), getattr(x, n)) for n in data], tuple([getattr(x, n) for n in meta])
+
+    def unflatten(aux, children):
+        kwargs = dict(zip(meta, aux))
+        kwargs.update(zip(data, children))
+        return nodetype(**kwargs)
+
+    _add(_custom_node(nodetype, flatten, flatten_with_keys, unflatten))
+    return nodetype
+
+
+# ---------------------------------------------------------------------------------------------
+# Core recursions (a structure node is (handler, aux, children); None is a leaf)
+
+
+def _flatten(x, leaves):
+    node = _dispatch[type(x)]
+    if node is None:
+        leaves.append(x)
+        return None
+    if node.ident:
+        return (node, None, tuple([_flatten(c, leaves) for c in x]))
+    children, aux = node.flatten(x)
+    return (node, aux, tuple([_flatten(c, leaves) for c in children]))
+
+
+def _flatten_is_leaf(x, leaves, is_leaf):
+    node = None if is_leaf(x) else _dispatch[type(x)]
+    if node is None:
+        leaves.append(x)
+        return None
+    children, aux = node.flatten(x)
+    return (node, aux, tuple([_flatten_is_leaf(c, leaves, is_leaf) for c in children]))
+
+
+def _flatten_path(x, path, out, is_leaf):
+    node = None if is_leaf is not None and is_leaf(x) else _dispatch[type(x)]
+    if node is None:
+        out.append((path, x))
+        return None
+    pairs, aux = node.flatten_with_keys(x)
+    return (node, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf) for k, c in pairs]))
+
+
+def _unflatten(node, nxt):
+    if node is None:
+        return nxt()
+    h, aux, kids = node
+    return h.unflatten(aux, [_unflatten(k, nxt) for k in kids])
+
+
+def _count(node):
+    """(num_leaves, num_nodes) of a structure."""
+    if node is None:
+        return 1, 1
+    leaves, nodes = 0, 1
+    for k in node[2]:
+        a, b = _count(k)
+        leaves, nodes = leaves + a, nodes + b
+    return leaves, nodes
+
+
+def _fmt(node):
+    return "*" if node is None else node[0].fmt(node[1], [_fmt(k) for k in node[2]])
+
+
+class _Mismatch(Exception):
+    def __init__(self, node, x):
+        super().__init__()
+        self.node, self.x, self.frames = node, x, []
+
+
+def _up_to(node, x, out):
+    if node is None:
+        out.append(x)
+        return
+    h, aux, kids = node
+    if _dispatch[type(x)] is not h:
+        raise _Mismatch(node, x)
+    if h.ident:
+        children = x
+    else:
+        children, xaux = h.flatten(x)
+        children = list(children)
+        if xaux != aux:
+            raise _Mismatch(node, x)
+    if len(children) != len(kids):
+        raise _Mismatch(node, x)
+    i = 0
+    try:
+        for k in kids:
+            _up_to(k, children[i], out)
+            i += 1
+    except _Mismatch as e:
+        e.frames.append((h, x, i))
+        raise
+
+
+def _describe_value(x):
+    h = _dispatch[type(x)]
+    if h is None:
+        return f"a leaf of type {type(x).__name__}"
+    children, aux = h.flatten(x)
+    return h.describe(aux, len(list(children)))
+
+
+def _flatten_up_to(node, tree, fname, left, right):
+    out = []
+    try:
+        _up_to(node, tree, out)
+    except _Mismatch as e:
+        path = tuple(list(h.flatten_with_keys(x)[0])[i][0] for h, x, i in reversed(e.frames))
+        n = e.node
+        lhs = "a leaf" if n is None else n[0].describe(n[1], len(n[2]))
+        raise ValueError(f"{fname}: structure mismatch at {keystr(path) or 'the root'}: "
+                         f"{left} has {lhs} but {right} has {_describe_value(e.x)}") from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTreeDef
+
+
+class PyTreeDef:
+    """The immutable, hashable structure of a pytree (everything but the leaves).
+
+    Two treedefs are equal iff they have the same node types, aux data (dict keys, namedtuple
+    types, registered aux data) and shape. Obtain one from `tree_flatten` or `tree_structure`.
+
+    Example:
+        >>> tree_structure((1, [2, 3], {'a': 4, 'b': None}))
+        PyTreeDef((*, [*, *], {'a': *, 'b': None}))
+    """
+
+    __slots__ = ("_node", "_num_leaves", "_hash")
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("PyTreeDef cannot be built directly; use tree_structure or tree_flatten")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("PyTreeDef is immutable")
+
+    __delattr__ = __setattr__
+
+    @property
+    def num_leaves(self):
+        """Number of leaves."""
+        return self._num_leaves
+
+    @property
+    def num_nodes(self):
+        """Number of nodes, counting leaves and None nodes."""
+        return _count(self._node)[1]
+
+    def children(self):
+        """Treedefs of the root's children (``[]`` for a leaf or None).
+
+        Example:
+            >>> tree_structure((1, [2, 3])).children()
+            [PyTreeDef(*), PyTreeDef([*, *])]
+        """
+        return [] if self._node is None else [_treedef(k) for k in self._node[2]]
+
+    def node_data(self):
+        """``(node_type, aux_data)`` of the root, or None if the root is a leaf."""
+        return None if self._node is None else (self._node[0].type, self._node[1])
+
+    def unflatten(self, leaves):
+        """Build a pytree of this structure from `leaves` (see `tree_unflatten`)."""
+        leaves = list(leaves)
+        if len(leaves) != self._num_leaves:
+            raise ValueError(f"Wrong number of leaves for {self!r}: expected "
+                             f"{self._num_leaves}, got {len(leaves)}")
+        return _unflatten(self._node, iter(leaves).__next__)
+
+    def flatten_up_to(self, tree):
+        """The subtrees of `tree` at this treedef's leaves (see `flatten_up_to`)."""
+        return _flatten_up_to(self._node, tree, "flatten_up_to", "the treedef", "the tree")
+
+    def compose(self, inner):
+        """The treedef of this structure with every leaf replaced by `inner`'s structure.
+
+        Example:
+            >>> tree_structure((1, 2)).compose(tree_structure([0]))
+            PyTreeDef(([*], [*]))
+        """
+        def sub(node):
+            return inner._node if node is None else (node[0], node[1], tuple(map(sub, node[2])))
+        return _treedef(sub(self._node), self._num_leaves * inner._num_leaves)
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if not isinstance(other, PyTreeDef):
+            return NotImplemented
+        return self._hash == other._hash and self._node == other._node
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        if self._hash is None:
+            raise TypeError(f"{self!r} is unhashable: some aux data is unhashable")
+        return self._hash
+
+    def __repr__(self):
+        return f"PyTreeDef({_fmt(self._node)})"
+
+    def __reduce__(self):
+        raise TypeError("PyTreeDef cannot be pickled")
+
+
+_new_object = object.__new__
+_set_node = PyTreeDef._node.__set__
+_set_num_leaves = PyTreeDef._num_leaves.__set__
+_set_hash = PyTreeDef._hash.__set__
+
+
+def _treedef(node, num_leaves=None):
+    td = _new_object(PyTreeDef)
+    _set_node(td, node)
+    _set_num_leaves(td, _count(node)[0] if num_leaves is None else num_leaves)
+    try:
+        _set_hash(td, hash(node))
+    except TypeError:
+        _set_hash(td, None)
+    return td
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def tree_flatten(tree, is_leaf=None):
+    """Flatten a pytree into its list of leaves and its structure.
+
+    Args:
+        tree: the pytree.
+        is_leaf: optional predicate; a subtree for which it returns True is taken as a leaf.
+
+    Returns:
+        ``(leaves, treedef)``.
+
+    Example:
+        >>> tree_flatten((1, {'b': 2, 'a': [3]}))
+        ([1, 3, 2], PyTreeDef((*, {'a': [*], 'b': *})))
+    """
+    leaves = []
+    node = _flatten(tree, leaves) if is_leaf is None else _flatten_is_leaf(tree, leaves, is_leaf)
+    return leaves, _treedef(node, len(leaves))
+
+
+def tree_unflatten(treedef, leaves):
+    """Build the pytree of structure `treedef` whose leaves are `leaves`.
+
+    Args:
+        treedef: a `PyTreeDef`.
+        leaves: an iterable of exactly ``treedef.num_leaves`` values.
+
+    Returns:
+        The pytree.
+
+    Raises:
+        ValueError: if the number of leaves is wrong (the message gives expected and got).
+
+    Example:
+        >>> tree_unflatten(tree_structure({'a': 0, 'b': (0, 0)}), [1, 2, 3])
+        {'a': 1, 'b': (2, 3)}
+    """
+    return treedef.unflatten(leaves)
+
+
+def tree_leaves(tree, is_leaf=None):
+    """The leaves of `tree`, in flattening order.
+
+    Example:
+        >>> tree_leaves([1, None, (2, {'x': 3})])
+        [1, 2, 3]
+    """
+    leaves = []
+    if is_leaf is None:
+        _flatten(tree, leaves)
+    else:
+        _flatten_is_leaf(tree, leaves, is_leaf)
+    return leaves
+
+
+def tree_structure(tree, is_leaf=None):
+    """The `PyTreeDef` of `tree`.
+
+    Example:
+        >>> tree_structure([1, (2, None)])
+        PyTreeDef([*, (*, None)])
+    """
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def _rest_leaves(node, rest, fname):
+    return [_flatten_up_to(node, r, fname, "the first tree", f"tree {i + 2}")
+            for i, r in enumerate(rest)]
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    """Apply `f` leafwise to one or more pytrees of the same structure.
+
+    `tree` fixes the structure: each tree in `rest` must have that structure, except that where
+    `tree` has a leaf it may have any subtree, which `f` receives whole.
+
+    Args:
+        f: called as ``f(leaf, *subtrees_of_rest)`` for each leaf of `tree`.
+        tree: the first pytree.
+        *rest: further pytrees having `tree` as a prefix.
+        is_leaf: optional predicate marking extra leaves of `tree`.
+
+    Returns:
+        A pytree with the structure of `tree` holding the results of `f`.
+
+    Raises:
+        ValueError: on a structure mismatch, naming the key path and both sides.
+
+    Example:
+        >>> tree_map(lambda x, y: x + y, (1, {'a': 2}), (10, {'a': 20}))
+        (11, {'a': 22})
+        >>> tree_map(lambda x, y: (x, y), [1], [[2, 3]])
+        [(1, [2, 3])]
+    """
+    leaves = []
+    node = _flatten(tree, leaves) if is_leaf is None else _flatten_is_leaf(tree, leaves, is_leaf)
+    if rest:
+        out = list(map(f, leaves, *_rest_leaves(node, rest, "tree_map")))
+    else:
+        out = list(map(f, leaves))
+    return _unflatten(node, iter(out).__next__)
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """Flatten `tree`, pairing each leaf with its key path.
+
+    Returns:
+        ``([(key_path, leaf), ...], treedef)``; a key path is a tuple of `SequenceKey`,
+        `DictKey`, `GetAttrKey`, `FlattenedIndexKey` or user keys.
+
+    Example:
+        >>> pairs, _ = tree_flatten_with_path({'a': [5]})
+        >>> [(keystr(p), x) for p, x in pairs]
+        [("['a'][0]", 5)]
+    """
+    out = []
+    node = _flatten_path(tree, (), out, is_leaf)
+    return out, _treedef(node, len(out))
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """``[(key_path, leaf), ...]`` for `tree` (see `tree_flatten_with_path`).
+
+    Example:
+        >>> tree_leaves_with_path((7,))
+        [((SequenceKey(idx=0),), 7)]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None):
+    """Like `tree_map`, but `f` is called as ``f(key_path, leaf, *subtrees_of_rest)``.
+
+    Example:
+        >>> tree_map_with_path(lambda p, x: keystr(p), {'a': 1, 'b': (2,)})
+        {'a': "['a']", 'b': ("['b'][0]",)}
+    """
+    pairs = []
+    node = _flatten_path(tree, (), pairs, is_leaf)
+    paths = [p for p, _ in pairs]
+    leaves = [x for _, x in pairs]
+    out = list(map(f, paths, leaves, *_rest_leaves(node, rest, "tree_map_with_path")))
+    return _unflatten(node, iter(out).__next__)
+
+
+_NO_INIT = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
+    """Fold `function` over the leaves of `tree`, left to right (like functools.reduce).
+
+    Raises:
+        TypeError: if `tree` has no leaves and no `initializer` is given.
+
+    Example:
+        >>> tree_reduce(lambda a, b: a + b, [1, (2, 3)], initializer=10)
+        16
+    """
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INIT:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree, *, is_leaf=None):
+    """Whether every leaf of `tree` is truthy (True for a tree without leaves).
+
+    Example:
+        >>> tree_all([True, (1, None)]), tree_all({'a': 0})
+        (True, False)
+    """
+    return all(tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """Turn an outer-structured tree of inner-structured trees into the converse.
+
+    Args:
+        outer_treedef: the outer structure.
+        inner_treedef: the structure of each subtree at an outer leaf; None to take it from
+            the first such subtree.
+        pytree_to_transpose: a pytree of structure ``outer_treedef.compose(inner_treedef)``.
+
+    Returns:
+        A pytree of structure ``inner_treedef.compose(outer_treedef)``.
+
+    Raises:
+        ValueError: if `pytree_to_transpose` does not have the composed structure.
+
+    Example:
+        >>> outer, inner = tree_structure([0, 0]), tree_structure((0, 0))
+        >>> tree_transpose(outer, inner, [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
+    """
+    if inner_treedef is None:
+        subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+        if not subtrees:
+            raise ValueError("tree_transpose: cannot infer inner_treedef: outer has no leaves")
+        inner_treedef = tree_structure(subtrees[0])
+    full = outer_treedef.compose(inner_treedef)
+    flat = _flatten_up_to(full._node, pytree_to_transpose, "tree_transpose",
+                          "the composed treedef", "the tree")
+    n_in = inner_treedef.num_leaves
+    subtrees = [outer_treedef.unflatten(flat[j::n_in]) for j in range(n_in)]
+    return inner_treedef.unflatten(subtrees)
+
+
+def treedef_is_leaf(treedef):
+    """Whether `treedef` is the structure of a single leaf.
+
+    Example:
+        >>> treedef_is_leaf(tree_structure(1)), treedef_is_leaf(tree_structure(None))
+        (True, False)
+    """
+    return treedef._node is None
+
+
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of `iterable` is a leaf (None is not a leaf).
+
+    Example:
+        >>> all_leaves([1, 2.0, 'x']), all_leaves([1, (2,)])
+        (True, False)
+    """
+    for x in iterable:
+        if (is_leaf is None or not is_leaf(x)) and _dispatch[type(x)] is not None:
+            return False
+    return True
+
+
+def treedef_children(treedef):
+    """Treedefs of the root's children, as ``treedef.children()``.
+
+    Example:
+        >>> treedef_children(tree_structure({'a': 1, 'b': (2, 3)}))
+        [PyTreeDef(*), PyTreeDef((*, *))]
+    """
+    return treedef.children()
+
+
+def treedef_tuple(treedefs):
+    """The treedef of a tuple whose children have the given treedefs.
+
+    Example:
+        >>> treedef_tuple([tree_structure(1), tree_structure([1, 2])])
+        PyTreeDef((*, [*, *]))
+    """
+    treedefs = list(treedefs)
+    return _treedef((_registry[tuple], None, tuple(t._node for t in treedefs)),
+                    sum(t._num_leaves for t in treedefs))
+
+
+def flatten_up_to(treedef, full_tree):
+    """The subtrees of `full_tree` at the leaf positions of `treedef`.
+
+    Args:
+        treedef: a structure that must be a prefix of `full_tree`'s.
+        full_tree: the pytree to cut.
+
+    Returns:
+        A list of ``treedef.num_leaves`` subtrees.
+
+    Raises:
+        ValueError: if `treedef` is not a prefix of `full_tree`'s structure, naming the path.
+
+    Example:
+        >>> flatten_up_to(tree_structure((0, 0)), ([1, 2], {'a': 3}))
+        [[1, 2], {'a': 3}]
+    """
+    return treedef.flatten_up_to(full_tree)
+
+
+def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
+    """For each leaf of `full_tree`, the leaf of `prefix_tree` whose position covers it.
+
+    Args:
+        prefix_tree: a pytree whose structure is a prefix of `full_tree`'s.
+        full_tree: the pytree to broadcast against.
+        is_leaf: optional predicate marking extra leaves of `prefix_tree` (e.g. None).
+
+    Returns:
+        A list with one entry per leaf of `full_tree`.
+
+    Raises:
+        ValueError: if `prefix_tree` is not a prefix of `full_tree`, naming the key path.
+
+    Example:
+        >>> broadcast_prefix((0, 1), ([5, 6], 7))
+        [0, 0, 1]
+    """
+    leaves = []
+    node = (_flatten(prefix_tree, leaves) if is_leaf is None
+            else _flatten_is_leaf(prefix_tree, leaves, is_leaf))
+    subtrees = _flatten_up_to(node, full_tree, "broadcast_prefix", "the prefix tree",
+                              "the full tree")
+    result = []
+    for x, sub in zip(leaves, subtrees):
+        result.extend([x] * len(tree_leaves(sub)))
+    return result

@@ -1,0 +1,36 @@
+"""Every error type a mytorch user can catch.
+
+This module imports nothing from mytorch, so every layer may raise these.
+"""
+
+
+class MytorchError(Exception):
+    """Base class of the errors mytorch defines itself."""
+
+
+class ConcretizationTypeError(MytorchError, TypeError):
+    """A concrete Python value was needed from an abstract (traced) value.
+
+    Raised by `bool()`, `int()`, `float()`, `.item()`, `if` and friends on a traced value.
+    Use `lax.cond` / `lax.while_loop`, or mark the argument static with `static_argnums`.
+    """
+
+
+class UnexpectedTracerError(MytorchError):
+    """A traced value was used after the transformation that created it ended."""
+
+
+class TracerArrayConversionError(MytorchError, TypeError):
+    """A traced value was converted to a NumPy array (`np.asarray(tracer)`)."""
+
+
+class JaxprTypeError(MytorchError, TypeError):
+    """`check_jaxpr` found an ill-typed program."""
+
+
+class NonHashableStaticArgError(MytorchError, ValueError):
+    """A static argument of a transformed function is not hashable."""
+
+
+class X64Warning(UserWarning):
+    """A 64-bit dtype was requested while `enable_x64` is off; 32 bits are used instead."""

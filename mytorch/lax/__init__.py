@@ -1,0 +1,21 @@
+"""`mytorch.lax`: the primitives, each defined once with its rules, and their binders.
+
+Names follow `jax.lax`. Operands of lax functions are not promoted: mytorch.numpy does that.
+"""
+
+from mytorch.lax.elementwise import (  # noqa: F401
+    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitcast_convert_type,
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clamp,
+    convert_element_type, cos, cosh, digamma, div, eq, erf, erf_inv, erfc, exp, exp2, expm1,
+    floor, ge, gt, integer_pow, is_finite, le, lgamma, log, log1p, logistic, lt, max, min,
+    mul, ne, neg, nextafter, pow, reciprocal, rem, round, rsqrt, select, select_n,
+    shift_left, shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square,
+    sub, tan, tanh,
+)
+from mytorch.lax.structural import *  # noqa: F401,F403
+from mytorch.lax.indexing import *  # noqa: F401,F403
+from mytorch.lax.reductions import *  # noqa: F401,F403
+from mytorch.lax.sorting import *  # noqa: F401,F403
+from mytorch.lax.dot import *  # noqa: F401,F403
+from mytorch.lax.convolution import *  # noqa: F401,F403
+

@@ -1,0 +1,3 @@
+"""Primitives (being written)."""
+
+__all__ = []

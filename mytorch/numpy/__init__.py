@@ -1,0 +1,27 @@
+"""`mytorch.numpy`: NumPy's API over immutable mytorch arrays, written in terms of lax.
+
+Semantics and dtype promotion follow NumPy except where JAX deliberately differs
+(32-bit defaults, weak Python scalars, clamped out-of-bounds gathers); docs/numpy.md lists
+the differences.
+"""
+
+from mytorch.core.array import Array as ndarray  # noqa: F401
+from mytorch.core.dtypes import (  # noqa: F401
+    bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
+    uint32, uint64,
+)
+from mytorch.numpy._promote import result_type  # noqa: F401
+from mytorch.numpy.creation import *  # noqa: F401,F403
+from mytorch.numpy.ufuncs import *  # noqa: F401,F403
+from mytorch.numpy.reductions import *  # noqa: F401,F403
+from mytorch.numpy.manipulation import *  # noqa: F401,F403
+from mytorch.numpy.indexing import *  # noqa: F401,F403
+from mytorch.numpy.products import *  # noqa: F401,F403
+from mytorch.numpy.sorting import *  # noqa: F401,F403
+from mytorch.numpy import linalg  # noqa: F401
+from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
+
+import numpy as _np
+
+pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
+euler_gamma = _np.euler_gamma

@@ -1,0 +1,159 @@
+"""Argument handling shared by mytorch.numpy: array conversion, dtype promotion, broadcasting.
+
+mytorch.numpy promotes with the lattice in mytorch/core/dtypes.py (weak Python scalars
+adopt the other operand's dtype) and broadcasts with NumPy's rules, then calls lax, whose
+primitives take operands of one dtype and one shape.
+"""
+
+import numpy as np
+
+from mytorch import lax
+from mytorch.core import dtypes
+from mytorch.core.array import Array, from_numpy, is_python_scalar, scalar_array
+from mytorch.core.source_info import where
+
+
+def asarray_any(x, dtype=None):
+    """An Array for any array-like: Arrays, NumPy values, Python scalars, nested lists."""
+    if isinstance(x, Array):
+        return x if dtype is None else lax.convert_element_type(x, dtype)
+    if is_python_scalar(x):
+        return scalar_array(x, None if dtype is None else dtypes.canonicalize(dtype))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(x, dtype, explicit=dtype is not None)
+    if isinstance(x, (list, tuple)):
+        return _from_sequence(x, dtype)
+    raise TypeError(
+        f"cannot convert {type(x).__name__} to a mytorch array: {x!r:.80}"
+    )
+
+
+def _from_sequence(seq, dtype):
+    leaves = []
+
+    def walk(s):
+        if isinstance(s, (list, tuple)):
+            return [walk(e) for e in s]
+        leaves.append(s)
+        return s
+
+    walk(seq)
+    if any(isinstance(v, Array) for v in leaves):
+        from mytorch.numpy.manipulation import stack  # arrays inside lists: stack them
+
+        parts = [asarray_any(e) for e in seq]
+        out = stack(promote_dtypes("array", *parts)) if parts else asarray_any(np.zeros(0))
+        return out if dtype is None else lax.convert_element_type(out, dtype)
+    value = np.asarray(seq)
+    if value.dtype == object:
+        raise TypeError(f"cannot convert the ragged or mixed sequence {seq!r:.80} to an array")
+    if dtype is None and value.dtype.kind == "f":
+        value = value.astype(dtypes.default_float())
+    elif dtype is None and value.dtype.kind in "iu":
+        value = value.astype(dtypes.default_int())
+    return from_numpy(value, dtype, explicit=dtype is not None)
+
+
+def dtype_and_weak(x):
+    """(dtype, weak) of an argument as promotion sees it."""
+    if isinstance(x, Array):
+        return x.dtype, x.weak_type
+    if is_python_scalar(x):
+        return dtypes.python_scalar_dtype(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return dtypes.canonicalize(x.dtype), False
+    return dtype_and_weak(asarray_any(x))
+
+
+def result_type(*args):
+    """The promoted dtype of arrays, dtypes and scalars (like `jnp.result_type`)."""
+    dtype, weak = None, False
+    for a in args:
+        if isinstance(a, (np.dtype, type, str)) and not is_python_scalar(a):
+            d, w = dtypes.canonicalize(a), False
+        else:
+            d, w = dtype_and_weak(a)
+        if dtype is None:
+            dtype, weak = d, w
+        else:
+            dtype, weak = dtypes.promote(dtype, weak, d, w)
+    if dtype is None:
+        return dtypes.default_float()
+    return dtype
+
+
+def _result(args):
+    dtype, weak = None, False
+    for a in args:
+        d, w = dtype_and_weak(a)
+        if dtype is None:
+            dtype, weak = d, w
+        else:
+            dtype, weak = dtypes.promote(dtype, weak, d, w)
+    return dtype, weak
+
+
+def promote_dtypes(name, *args):
+    """Arrays of one promoted dtype (weak only if every argument is weak)."""
+    dtype, weak = _result(args)
+    out = []
+    for a in args:
+        a = asarray_any(a)
+        if a.dtype != dtype or a.weak_type != weak:
+            a = lax.convert_element_type(a, dtype, weak_type=weak)
+        out.append(a)
+    return out
+
+
+def broadcast_shapes(name, *shapes, avals=None):
+    """NumPy's broadcast of `shapes`; TypeError naming the operation otherwise."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        size = 1
+        for s in shapes:
+            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
+            if d != 1:
+                if size not in (1, d):
+                    listing = " with ".join(
+                        a.aval.str_short() for a in avals
+                    ) if avals else " with ".join(str(tuple(s)) for s in shapes)
+                    raise TypeError(
+                        f"{name} cannot broadcast {listing}: each trailing dim must be "
+                        f"equal or 1{where()}"
+                    )
+                size = d
+        out.append(size)
+    return tuple(out)
+
+
+def broadcast_to_shape(x, shape):
+    """`x` broadcast to `shape` with NumPy's rules (a lax.broadcast_in_dim)."""
+    if x.shape == tuple(shape):
+        return x
+    ndim = len(shape)
+    lead = ndim - x.ndim
+    keep = [i for i, d in enumerate(x.shape) if d == shape[lead + i]]
+    if len(keep) != x.ndim:  # size-1 dims that expand: squeeze them first
+        x = lax.reshape(x, tuple(x.shape[i] for i in keep))
+    return lax.broadcast_in_dim(x, tuple(shape), tuple(lead + i for i in keep))
+
+
+def promote_args(name, *args):
+    """Arrays with one promoted dtype and one broadcast shape; 0-d arrays stay 0-d (lax's
+    elementwise primitives broadcast them)."""
+    arrays = promote_dtypes(name, *args)
+    shapes = [a.shape for a in arrays]
+    if all(s == shapes[0] or s == () for s in shapes):
+        return arrays
+    shape = broadcast_shapes(name, *shapes, avals=arrays)
+    return [a if a.ndim == 0 else broadcast_to_shape(a, shape) for a in arrays]
+
+
+def promote_args_inexact(name, *args):
+    """Like promote_args, but integer and bool results are converted to the default float."""
+    arrays = promote_args(name, *args)
+    if arrays and not dtypes.is_float(arrays[0].dtype):
+        weak = arrays[0].weak_type
+        arrays = [lax.convert_element_type(a, dtypes.default_float(), weak) for a in arrays]
+    return arrays
