@@ -37,8 +37,8 @@ def arrays(dtype, shape, *, elements=None, allow_nan=False, allow_inf=False, min
         if elements is not None:
             elems = elements
         elif draw_dt.kind == "f":
-            lo = -1e3 if min_value is None else min_value
-            hi = 1e3 if max_value is None else max_value
+            lo, hi = _representable(-1e3 if min_value is None else min_value,
+                                    1e3 if max_value is None else max_value, draw_dt)
             elems = st.floats(lo, hi, allow_nan=False, allow_infinity=False,
                               width=8 * draw_dt.itemsize)
             if allow_nan or allow_inf:
@@ -57,6 +57,16 @@ def arrays(dtype, shape, *, elements=None, allow_nan=False, allow_inf=False, min
     dts = dtype if isinstance(dtype, st.SearchStrategy) else st.just(dtype)
     shps = shape if isinstance(shape, st.SearchStrategy) else st.just(tuple(shape))
     return st.tuples(dts, shps).flatmap(lambda p: build(*p))
+
+
+def _representable(lo, hi, dtype):
+    """Bounds moved inward to values exactly representable in `dtype` (hypothesis needs it)."""
+    lo_r, hi_r = dtype.type(lo), dtype.type(hi)
+    if lo_r < lo:
+        lo_r = np.nextafter(lo_r, dtype.type(np.inf))
+    if hi_r > hi:
+        hi_r = np.nextafter(hi_r, dtype.type(-np.inf))
+    return float(lo_r), float(hi_r)
 
 
 def broadcastable_shapes(shape, min_dims=0, max_dims=4):

@@ -150,11 +150,11 @@ def promote(dtype_a, weak_a, dtype_b, weak_b):
     if hit is not None:
         return hit
     joined = _join(_node(dtype_a, weak_a), _node(dtype_b, weak_b))
-    weak = weak_a or weak_b  # int64 with uint64 meets at float* but is not weak
+    # a weak node as the result is weak even from strong inputs (uint64 with int64 -> float*)
     if joined == WEAK_INT:
-        out = (default_int(), weak)
+        out = (default_int(), True)
     elif joined == WEAK_FLOAT:
-        out = (default_float(), weak)
+        out = (default_float(), True)
     else:
         out = (canonicalize(joined), False)
     _JOIN_CACHE[key] = out

@@ -128,18 +128,18 @@ class ClosedJaxpr:
 
 # ---- printing -------------------------------------------------------------------------
 def _var_name(i):
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    s = ""
-    while True:
+    letters = "abcdefghijklmnopqrstuvwxyz"  # base 26 digits: ..., z, ba, bb, ...
+    s = letters[i % 26]
+    while i >= 26:
+        i //= 26
         s = letters[i % 26] + s
-        i = i // 26
-        if i == 0:
-            return s
-        i -= 1
+    return s
 
 
 def _literal_str(lit):
     v = np.asarray(lit.val)
+    if v.size != 1:
+        return f"{np.array2string(v, separator=',')}:{lit.aval.str_short()}"
     if v.dtype == np.bool_:
         text = "True" if v.item() else "False"
     elif v.dtype.kind == "f" or v.dtype.name == "bfloat16":
@@ -197,9 +197,9 @@ class _Printer:
         lines = [f"{pad}    {self.eqn(e, indent + 4)}" for e in jaxpr.eqns]
         outs = ", ".join(self.name(v) for v in jaxpr.outvars)
         outs = f"({outs},)" if len(jaxpr.outvars) == 1 else f"({outs})"
-        head = f"{{ lambda {consts}{' ' if consts else ''}; {ins}. let"
+        head = f"{{ lambda {consts}; {ins}. let"
         if not lines:
-            return f"{head} in {outs} }}"
+            return f"{head}  in {outs} }}"
         return "\n".join([head, *lines, f"{pad}  in {outs} }}"])
 
 

@@ -1,13 +1,13 @@
-"""Pytrees: nested containers of leaves, following the names and semantics of jax.tree_util.
+"""Pytrees: nested containers of leaves, with the names and semantics of jax.tree_util.
 
-Containers (nodes) are tuple, list, dict (children in sorted-key order), None (a node with no
-children), namedtuple types, collections.OrderedDict (insertion order), collections.defaultdict
-(sorted keys) and any type registered with `register_pytree_node`, `register_pytree_with_keys`
-or `register_dataclass`. Node types match exactly (a subclass of list is a leaf); everything
-else is a leaf.
+Nodes are tuple, list, dict (children in sorted-key order), None (a node with no children),
+namedtuple types, collections.OrderedDict (insertion order), collections.defaultdict (sorted
+keys) and types registered with `register_pytree_node`, `register_pytree_with_keys` or
+`register_dataclass`. Node types match exactly (a subclass of list is a leaf); anything else
+is a leaf.
 
-Internally a structure is a nested tuple ``(handler, aux_data, children)`` per node, with
-``None`` standing for a leaf; `PyTreeDef` wraps one and caches its hash.
+Internally a structure is a nested tuple ``(handler, aux_data, children)`` per node and
+``None`` per leaf; `PyTreeDef` wraps one together with its precomputed hash.
 """
 
 import collections
@@ -24,13 +24,11 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Key path entries
-
+# Key path entries ----------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SequenceKey:
-    """Path entry for child number `idx` of a tuple or list. ``str(SequenceKey(0)) == '[0]'``."""
+    """Path entry for child `idx` of a tuple or list: ``str(SequenceKey(0)) == '[0]'``."""
 
     idx: int
 
@@ -40,7 +38,7 @@ class SequenceKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DictKey:
-    """Path entry for the child under `key` of a dict. ``str(DictKey('a')) == "['a']"``."""
+    """Path entry for the value under `key` of a dict: ``str(DictKey('a')) == "['a']"``."""
 
     key: object
 
@@ -50,8 +48,8 @@ class DictKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GetAttrKey:
-    """Path entry for attribute `name` (namedtuples, dataclasses). ``str(GetAttrKey('x'))``
-    is ``'.x'``."""
+    """Path entry for attribute `name` (namedtuple, dataclass): ``str(GetAttrKey('x')) == '.x'``.
+    """
 
     name: str
 
@@ -61,7 +59,7 @@ class GetAttrKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FlattenedIndexKey:
-    """Path entry for child number `key` of a node registered without keys.
+    """Path entry for child `key` of a node registered without keys.
 
     ``str(FlattenedIndexKey(1)) == '[<flat index 1>]'``.
     """
@@ -73,14 +71,10 @@ class FlattenedIndexKey:
 
 
 def _simple_str(k):
-    if isinstance(k, SequenceKey):
-        return str(k.idx)
-    if isinstance(k, DictKey):
-        return str(k.key)
-    if isinstance(k, GetAttrKey):
-        return k.name
-    if isinstance(k, FlattenedIndexKey):
-        return str(k.key)
+    for cls, attr in ((SequenceKey, "idx"), (DictKey, "key"), (GetAttrKey, "name"),
+                      (FlattenedIndexKey, "key")):
+        if isinstance(k, cls):
+            return str(getattr(k, attr))
     return str(k)
 
 
@@ -88,12 +82,11 @@ def keystr(keys, *, simple=False, separator=""):
     """Render a key path as a string.
 
     Args:
-        keys: a sequence of key entries, as in `tree_flatten_with_path`.
-        simple: if True, render each entry bare (``0``, ``a``, ``x``) instead of JAX style.
-        separator: string placed between entries.
-
+        keys: a sequence of key entries, as produced by `tree_flatten_with_path`.
+        simple: render each entry bare (``0``, ``a``, ``x``) instead of JAX style.
+        separator: placed between entries.
     Returns:
-        The rendered path, ``''`` for the empty path.
+        The rendered path; ``''`` for the empty path.
 
     Example:
         >>> keystr((SequenceKey(1), DictKey('b'), GetAttrKey('x')))
@@ -104,12 +97,10 @@ def keystr(keys, *, simple=False, separator=""):
     return separator.join(_simple_str(k) if simple else str(k) for k in keys)
 
 
-# ---------------------------------------------------------------------------------------------
-# Node handlers and the registry
-
+# Node handlers and the registry --------------------------------------------------------------
 
 class _Node:
-    """How one node type flattens. `ident` means flatten(x) is (x, None) (tuple-like)."""
+    """How one node type flattens; `ident` means flatten(x) is (x, None), as for tuples."""
 
     __slots__ = ("type", "flatten", "flatten_with_keys", "unflatten", "describe", "fmt", "ident")
 
@@ -118,18 +109,18 @@ class _Node:
         self.unflatten, self.describe, self.fmt, self.ident = unflatten, describe, fmt, ident
 
 
-_registry = {}  # explicitly registered (and builtin) node types -> _Node
+_registry = {}  # explicitly registered node types (builtins included) -> _Node
 
 
 class _Dispatch(dict):
-    """Cache type -> _Node, or None for a leaf type; misses are classified once."""
+    """type -> _Node, or None for a leaf type; a type is classified once, on first sight."""
 
     def __missing__(self, typ):
         node = _registry.get(typ)
         if node is None and issubclass(typ, tuple):
             fields = getattr(typ, "_fields", None)
             if isinstance(fields, tuple) and all(isinstance(f, str) for f in fields):
-                node = _namedtuple_node(typ)
+                node = _namedtuple_node(typ, fields)
         self[typ] = node
         return node
 
@@ -154,10 +145,6 @@ def _sorted_keys(d):
         return tuple(sorted(d, key=lambda k: (type(k).__qualname__, repr(k))))
 
 
-def _seq_with_keys(x):
-    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
-
-
 def _dict_flatten(d):
     keys = _sorted_keys(d)
     return [d[k] for k in keys], keys
@@ -168,69 +155,60 @@ def _dict_with_keys(d):
     return [(DictKey(k), d[k]) for k in keys], keys
 
 
-def _fmt_dict(keys, parts):
-    return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
-
-
-def _fmt_tuple(_, parts):
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-
-def _odict_flatten(d):
-    return list(d.values()), tuple(d)
-
-
 def _ddict_flatten(d):
     children, keys = _dict_flatten(d)
     return children, (d.default_factory, keys)
 
 
-def _ddict_with_keys(d):
-    children, keys = _dict_with_keys(d)
-    return children, (d.default_factory, keys)
+def _fmt_dict(keys, parts):
+    return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts)) + "}"
 
 
-def _fmt_ddict(aux, parts):
-    factory = getattr(aux[0], "__name__", repr(aux[0]))
-    return f"defaultdict({factory}, {_fmt_dict(aux[1], parts)})"
+def _ident(x):
+    return x, None
 
 
-_add(_Node(tuple, lambda x: (x, None), _seq_with_keys, lambda _, c: tuple(c),
-           lambda _, n: f"a tuple of length {n}", _fmt_tuple, ident=True))
-_add(_Node(list, lambda x: (x, None), _seq_with_keys, lambda _, c: list(c),
+def _seq_with_keys(x):
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
+
+
+_add(_Node(tuple, _ident, _seq_with_keys, lambda _, c: tuple(c),
+           lambda _, n: f"a tuple of length {n}",
+           lambda _, p: "(" + ", ".join(p) + ("," if len(p) == 1 else "") + ")", ident=True))
+_add(_Node(list, _ident, _seq_with_keys, lambda _, c: list(c),
            lambda _, n: f"a list of length {n}", lambda _, p: "[" + ", ".join(p) + "]",
            ident=True))
 _add(_Node(dict, _dict_flatten, _dict_with_keys, lambda keys, c: dict(zip(keys, c)),
            lambda keys, _: f"a dict with keys {keys!r}", _fmt_dict))
 _add(_Node(type(None), lambda x: ((), None), lambda x: ((), None), lambda _, c: None,
            lambda _, n: "None", lambda _, p: "None"))
-_add(_Node(collections.OrderedDict, _odict_flatten,
+_add(_Node(collections.OrderedDict, lambda d: (list(d.values()), tuple(d)),
            lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)),
            lambda keys, c: collections.OrderedDict(zip(keys, c)),
            lambda keys, _: f"an OrderedDict with keys {keys!r}",
            lambda keys, p: f"OrderedDict({_fmt_dict(keys, p)})"))
-_add(_Node(collections.defaultdict, _ddict_flatten, _ddict_with_keys,
+_add(_Node(collections.defaultdict, _ddict_flatten,
+           lambda d: (_dict_with_keys(d)[0], (d.default_factory, _sorted_keys(d))),
            lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)),
-           lambda aux, _: f"a defaultdict with keys {aux[1]!r}", _fmt_ddict))
+           lambda aux, _: f"a defaultdict with keys {aux[1]!r}",
+           lambda aux, p: f"defaultdict({getattr(aux[0], '__name__', repr(aux[0]))}, "
+                          f"{_fmt_dict(aux[1], p)})"))
+_DICT_NODE = _registry[dict]
 
 
-def _namedtuple_node(typ):
-    fields = typ._fields
+def _namedtuple_node(typ, fields):
     return _Node(
-        typ, lambda x: (x, None),
-        lambda x: ([(GetAttrKey(f), c) for f, c in zip(fields, x)], None),
-        lambda _, c: typ(*c),
-        lambda _, n: f"a namedtuple {typ.__name__} with fields {fields!r}",
+        typ, _ident, lambda x: ([(GetAttrKey(f), c) for f, c in zip(fields, x)], None),
+        lambda _, c: typ(*c), lambda _, n: f"a namedtuple {typ.__name__} with fields {fields!r}",
         lambda _, p: f"{typ.__name__}(" + ", ".join(f"{f}={s}" for f, s in zip(fields, p)) + ")",
         ident=True)
 
 
 def _custom_node(typ, flatten, flatten_with_keys, unflatten):
     name = typ.__name__
-    return _Node(
-        typ, flatten, flatten_with_keys, unflatten,
-        lambda aux, n: f"a {name} node with {n} children and aux data {aux!r}",
-        lambda aux, p: f"CustomNode({name}[{aux!r}], [{', '.join(p)}])")
+    return _Node(typ, flatten, flatten_with_keys, unflatten,
+                 lambda aux, n: f"a {name} node with {n} children and aux data {aux!r}",
+                 lambda aux, p: f"CustomNode({name}[{aux!r}], [{', '.join(p)}])")
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
@@ -238,12 +216,11 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
 
     Args:
         nodetype: the class; only instances of exactly this type are nodes.
-        flatten_func: ``x -> (children, aux_data)``; `children` is an iterable and
-            `aux_data` must be hashable and comparable (it is part of the treedef).
+        flatten_func: ``x -> (children, aux_data)``; `aux_data` must be hashable and
+            comparable, since it is part of the treedef.
         unflatten_func: ``(aux_data, children) -> x``.
-        flatten_with_keys_func: optional ``x -> (((key, child), ...), aux_data)``; without it
+        flatten_with_keys_func: optional ``x -> ([(key, child), ...], aux_data)``; without it
             children are keyed by `FlattenedIndexKey`.
-
     Raises:
         ValueError: if `nodetype` is already registered.
 
@@ -269,16 +246,15 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
         flatten_with_keys: ``x -> (iterable of (key, child), aux_data)``.
         unflatten_func: ``(aux_data, children) -> x``.
         flatten_func: optional faster ``x -> (children, aux_data)``; derived when omitted.
-
     Raises:
         ValueError: if `nodetype` is already registered.
 
     Example:
         >>> class P:
         ...     def __init__(self, a): self.a = a
-        >>> register_pytree_with_keys(
-        ...     P, lambda p: (((GetAttrKey('a'), p.a),), None), lambda _, c: P(*c))
-        >>> keystr(tree_flatten_with_path([P(5)])[0][0][0])
+        >>> register_pytree_with_keys(P, lambda p: ([(GetAttrKey('a'), p.a)], None),
+        ...                           lambda _, c: P(*c))
+        >>> keystr(tree_leaves_with_path([P(5)])[0][0])
         '[0].a'
     """
     if flatten_func is None:
@@ -289,24 +265,21 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
 
 
 def register_dataclass(nodetype, data_fields=None, meta_fields=None):
-    """Register a dataclass-like class: data fields are children, meta fields are aux data.
+    """Register a dataclass-like class: data fields are children, meta fields aux data.
 
-    Used bare (``@register_dataclass``) on a dataclass, fields declared with
-    ``field(metadata=dict(static=True))`` are meta fields and all other init fields are data.
-    Unflattening calls ``nodetype(**fields)``.
+    Used bare (``@register_dataclass``) on a dataclass, the init fields declared with
+    ``field(metadata=dict(static=True))`` are meta fields and the rest data fields. Given one
+    list, the other is the remaining init fields. Unflattening calls ``nodetype(**fields)``.
 
     Args:
         nodetype: the class.
-        data_fields: names of the fields holding pytree children.
+        data_fields: names of the fields holding children.
         meta_fields: names of the static fields (hashable; part of the treedef).
-
     Returns:
         `nodetype`, so that this works as a decorator.
-
     Raises:
         TypeError: if fields must be inferred but `nodetype` is not a dataclass.
-        ValueError: if the field lists overlap, do not cover the dataclass's init fields, or
-            `nodetype` is already registered.
+        ValueError: if the lists overlap or miss init fields, or `nodetype` is registered.
 
     Example:
         >>> @register_dataclass
@@ -314,31 +287,30 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
         ... class Pt:
         ...     x: float
         ...     tag: str = dataclasses.field(default='p', metadata=dict(static=True))
-        >>> tree_flatten(Pt(1.0))[0]
-        [1.0]
+        >>> tree_flatten(Pt(1.0))
+        ([1.0], PyTreeDef(CustomNode(Pt[('p',)], [*])))
     """
-    init_names = None
+    init = None
     if dataclasses.is_dataclass(nodetype):
         fields = [f for f in dataclasses.fields(nodetype) if f.init]
-        init_names = [f.name for f in fields]
+        init = [f.name for f in fields]
         static = [f.name for f in fields if f.metadata.get("static", False)]
     if data_fields is None or meta_fields is None:
-        if init_names is None:
+        if init is None:
             raise TypeError(f"register_dataclass: {_qualname(nodetype)} is not a dataclass; "
-                            "pass data_fields and meta_fields explicitly")
-        if data_fields is None and meta_fields is None:
-            meta_fields = static
+                            "pass data_fields and meta_fields")
         if data_fields is None:
-            data_fields = [n for n in init_names if n not in meta_fields]
+            meta_fields = static if meta_fields is None else meta_fields
+            data_fields = [n for n in init if n not in meta_fields]
         else:
-            meta_fields = [n for n in init_names if n not in data_fields]
+            meta_fields = [n for n in init if n not in data_fields]
     data, meta = tuple(data_fields), tuple(meta_fields)
     if set(data) & set(meta):
-        raise ValueError(f"register_dataclass: fields {sorted(set(data) & set(meta))} are "
-                         "listed as both data and meta fields")
-    if init_names is not None and set(data) | set(meta) != set(init_names):
+        raise ValueError(f"register_dataclass: {sorted(set(data) & set(meta))} listed as both "
+                         "data and meta fields")
+    if init is not None and set(data) | set(meta) != set(init):
         raise ValueError(f"register_dataclass: data_fields {data} and meta_fields {meta} must "
-                         f"together be the init fields {tuple(init_names)} of {nodetype.__name__}")
+                         f"together be the init fields {tuple(init)} of {nodetype.__name__}")
 
     def flatten(x):
         return [getattr(x, n) for n in data], tuple([getattr(x, n) for n in meta])
@@ -355,9 +327,7 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None):
     return nodetype
 
 
-# ---------------------------------------------------------------------------------------------
-# Core recursions (a structure node is (handler, aux, children); None is a leaf)
-
+# Recursions over structures (explicit loops: faster than comprehensions here) ---------------
 
 def _flatten(x, leaves):
     node = _dispatch[type(x)]
@@ -365,9 +335,19 @@ def _flatten(x, leaves):
         leaves.append(x)
         return None
     if node.ident:
-        return (node, None, tuple([_flatten(c, leaves) for c in x]))
-    children, aux = node.flatten(x)
-    return (node, aux, tuple([_flatten(c, leaves) for c in children]))
+        children, aux = x, None
+    elif node is _DICT_NODE:
+        try:
+            aux = tuple(sorted(x))
+        except TypeError:
+            aux = _sorted_keys(x)
+        children = map(x.__getitem__, aux)
+    else:
+        children, aux = node.flatten(x)
+    kids = []
+    for c in children:
+        kids.append(_flatten(c, leaves))
+    return (node, aux, tuple(kids))
 
 
 def _flatten_is_leaf(x, leaves, is_leaf):
@@ -376,7 +356,10 @@ def _flatten_is_leaf(x, leaves, is_leaf):
         leaves.append(x)
         return None
     children, aux = node.flatten(x)
-    return (node, aux, tuple([_flatten_is_leaf(c, leaves, is_leaf) for c in children]))
+    kids = []
+    for c in children:
+        kids.append(_flatten_is_leaf(c, leaves, is_leaf))
+    return (node, aux, tuple(kids))
 
 
 def _flatten_path(x, path, out, is_leaf):
@@ -388,22 +371,31 @@ def _flatten_path(x, path, out, is_leaf):
     return (node, aux, tuple([_flatten_path(c, path + (k,), out, is_leaf) for k, c in pairs]))
 
 
+def _flatten_any(tree, is_leaf):
+    leaves = []
+    node = _flatten(tree, leaves) if is_leaf is None else _flatten_is_leaf(tree, leaves, is_leaf)
+    return leaves, node
+
+
 def _unflatten(node, nxt):
     if node is None:
         return nxt()
     h, aux, kids = node
-    return h.unflatten(aux, [_unflatten(k, nxt) for k in kids])
+    children = []
+    for k in kids:
+        children.append(nxt() if k is None else _unflatten(k, nxt))
+    return h.unflatten(aux, children)
 
 
 def _count(node):
-    """(num_leaves, num_nodes) of a structure."""
+    """``(num_leaves, num_nodes)`` of a structure."""
     if node is None:
         return 1, 1
-    leaves, nodes = 0, 1
+    leaves = nodes = 0
     for k in node[2]:
         a, b = _count(k)
         leaves, nodes = leaves + a, nodes + b
-    return leaves, nodes
+    return leaves, nodes + 1
 
 
 def _fmt(node):
@@ -417,9 +409,6 @@ class _Mismatch(Exception):
 
 
 def _up_to(node, x, out):
-    if node is None:
-        out.append(x)
-        return
     h, aux, kids = node
     if _dispatch[type(x)] is not h:
         raise _Mismatch(node, x)
@@ -435,7 +424,10 @@ def _up_to(node, x, out):
     i = 0
     try:
         for k in kids:
-            _up_to(k, children[i], out)
+            if k is None:
+                out.append(children[i])
+            else:
+                _up_to(k, children[i], out)
             i += 1
     except _Mismatch as e:
         e.frames.append((h, x, i))
@@ -451,27 +443,28 @@ def _describe_value(x):
 
 
 def _flatten_up_to(node, tree, fname, left, right):
+    if node is None:
+        return [tree]
     out = []
     try:
         _up_to(node, tree, out)
     except _Mismatch as e:
         path = tuple(list(h.flatten_with_keys(x)[0])[i][0] for h, x, i in reversed(e.frames))
         n = e.node
-        lhs = "a leaf" if n is None else n[0].describe(n[1], len(n[2]))
-        raise ValueError(f"{fname}: structure mismatch at {keystr(path) or 'the root'}: "
-                         f"{left} has {lhs} but {right} has {_describe_value(e.x)}") from None
+        raise ValueError(
+            f"{fname}: structure mismatch at {keystr(path) or 'the root'}: {left} has "
+            f"{n[0].describe(n[1], len(n[2]))} but {right} has {_describe_value(e.x)}"
+        ) from None
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# PyTreeDef
-
+# PyTreeDef -----------------------------------------------------------------------------------
 
 class PyTreeDef:
-    """The immutable, hashable structure of a pytree (everything but the leaves).
+    """The immutable, hashable structure of a pytree (everything but its leaves).
 
-    Two treedefs are equal iff they have the same node types, aux data (dict keys, namedtuple
-    types, registered aux data) and shape. Obtain one from `tree_flatten` or `tree_structure`.
+    Treedefs are equal iff they have the same node types, aux data (dict keys, namedtuple
+    types, registered aux data) and shape. Get one from `tree_flatten` or `tree_structure`.
 
     Example:
         >>> tree_structure((1, [2, 3], {'a': 4, 'b': None}))
@@ -495,7 +488,7 @@ class PyTreeDef:
 
     @property
     def num_nodes(self):
-        """Number of nodes, counting leaves and None nodes."""
+        """Number of nodes, leaves and None nodes included."""
         return _count(self._node)[1]
 
     def children(self):
@@ -512,7 +505,7 @@ class PyTreeDef:
         return None if self._node is None else (self._node[0].type, self._node[1])
 
     def unflatten(self, leaves):
-        """Build a pytree of this structure from `leaves` (see `tree_unflatten`)."""
+        """Build the pytree of this structure with `leaves` (see `tree_unflatten`)."""
         leaves = list(leaves)
         if len(leaves) != self._num_leaves:
             raise ValueError(f"Wrong number of leaves for {self!r}: expected "
@@ -524,7 +517,7 @@ class PyTreeDef:
         return _flatten_up_to(self._node, tree, "flatten_up_to", "the treedef", "the tree")
 
     def compose(self, inner):
-        """The treedef of this structure with every leaf replaced by `inner`'s structure.
+        """This structure with each leaf replaced by the structure `inner`.
 
         Example:
             >>> tree_structure((1, 2)).compose(tree_structure([0]))
@@ -541,26 +534,18 @@ class PyTreeDef:
             return NotImplemented
         return self._hash == other._hash and self._node == other._node
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
-
     def __hash__(self):
         if self._hash is None:
-            raise TypeError(f"{self!r} is unhashable: some aux data is unhashable")
+            raise TypeError(f"{self!r} is unhashable: it holds unhashable aux data")
         return self._hash
 
     def __repr__(self):
         return f"PyTreeDef({_fmt(self._node)})"
 
-    def __reduce__(self):
-        raise TypeError("PyTreeDef cannot be pickled")
-
 
 _new_object = object.__new__
-_set_node = PyTreeDef._node.__set__
-_set_num_leaves = PyTreeDef._num_leaves.__set__
-_set_hash = PyTreeDef._hash.__set__
+_set_node, _set_num_leaves, _set_hash = (
+    PyTreeDef._node.__set__, PyTreeDef._num_leaves.__set__, PyTreeDef._hash.__set__)
 
 
 def _treedef(node, num_leaves=None):
@@ -574,9 +559,7 @@ def _treedef(node, num_leaves=None):
     return td
 
 
-# ---------------------------------------------------------------------------------------------
-# Public API
-
+# Public functions ----------------------------------------------------------------------------
 
 def tree_flatten(tree, is_leaf=None):
     """Flatten a pytree into its list of leaves and its structure.
@@ -584,7 +567,6 @@ def tree_flatten(tree, is_leaf=None):
     Args:
         tree: the pytree.
         is_leaf: optional predicate; a subtree for which it returns True is taken as a leaf.
-
     Returns:
         ``(leaves, treedef)``.
 
@@ -592,8 +574,7 @@ def tree_flatten(tree, is_leaf=None):
         >>> tree_flatten((1, {'b': 2, 'a': [3]}))
         ([1, 3, 2], PyTreeDef((*, {'a': [*], 'b': *})))
     """
-    leaves = []
-    node = _flatten(tree, leaves) if is_leaf is None else _flatten_is_leaf(tree, leaves, is_leaf)
+    leaves, node = _flatten_any(tree, is_leaf)
     return leaves, _treedef(node, len(leaves))
 
 
@@ -603,12 +584,10 @@ def tree_unflatten(treedef, leaves):
     Args:
         treedef: a `PyTreeDef`.
         leaves: an iterable of exactly ``treedef.num_leaves`` values.
-
     Returns:
         The pytree.
-
     Raises:
-        ValueError: if the number of leaves is wrong (the message gives expected and got).
+        ValueError: on a wrong number of leaves (the message gives expected and got).
 
     Example:
         >>> tree_unflatten(tree_structure({'a': 0, 'b': (0, 0)}), [1, 2, 3])
@@ -618,22 +597,17 @@ def tree_unflatten(treedef, leaves):
 
 
 def tree_leaves(tree, is_leaf=None):
-    """The leaves of `tree`, in flattening order.
+    """The leaves of `tree` in flattening order; `is_leaf` as in `tree_flatten`.
 
     Example:
         >>> tree_leaves([1, None, (2, {'x': 3})])
         [1, 2, 3]
     """
-    leaves = []
-    if is_leaf is None:
-        _flatten(tree, leaves)
-    else:
-        _flatten_is_leaf(tree, leaves, is_leaf)
-    return leaves
+    return _flatten_any(tree, is_leaf)[0]
 
 
 def tree_structure(tree, is_leaf=None):
-    """The `PyTreeDef` of `tree`.
+    """The `PyTreeDef` of `tree`; `is_leaf` as in `tree_flatten`.
 
     Example:
         >>> tree_structure([1, (2, None)])
@@ -648,22 +622,20 @@ def _rest_leaves(node, rest, fname):
 
 
 def tree_map(f, tree, *rest, is_leaf=None):
-    """Apply `f` leafwise to one or more pytrees of the same structure.
+    """Apply `f` leafwise to one or more pytrees.
 
-    `tree` fixes the structure: each tree in `rest` must have that structure, except that where
-    `tree` has a leaf it may have any subtree, which `f` receives whole.
+    `tree` fixes the structure: each tree in `rest` must have the same structure, except that
+    where `tree` has a leaf it may hold any subtree, which `f` receives whole.
 
     Args:
         f: called as ``f(leaf, *subtrees_of_rest)`` for each leaf of `tree`.
         tree: the first pytree.
-        *rest: further pytrees having `tree` as a prefix.
+        *rest: further pytrees having `tree`'s structure as a prefix.
         is_leaf: optional predicate marking extra leaves of `tree`.
-
     Returns:
         A pytree with the structure of `tree` holding the results of `f`.
-
     Raises:
-        ValueError: on a structure mismatch, naming the key path and both sides.
+        ValueError: on a structure mismatch, naming the key path and what each side has.
 
     Example:
         >>> tree_map(lambda x, y: x + y, (1, {'a': 2}), (10, {'a': 20}))
@@ -671,8 +643,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
         >>> tree_map(lambda x, y: (x, y), [1], [[2, 3]])
         [(1, [2, 3])]
     """
-    leaves = []
-    node = _flatten(tree, leaves) if is_leaf is None else _flatten_is_leaf(tree, leaves, is_leaf)
+    leaves, node = _flatten_any(tree, is_leaf)
     if rest:
         out = list(map(f, leaves, *_rest_leaves(node, rest, "tree_map")))
     else:
@@ -682,10 +653,9 @@ def tree_map(f, tree, *rest, is_leaf=None):
 
 def tree_flatten_with_path(tree, is_leaf=None):
     """Flatten `tree`, pairing each leaf with its key path.
-
     Returns:
         ``([(key_path, leaf), ...], treedef)``; a key path is a tuple of `SequenceKey`,
-        `DictKey`, `GetAttrKey`, `FlattenedIndexKey` or user keys.
+        `DictKey`, `GetAttrKey`, `FlattenedIndexKey` or user-defined keys.
 
     Example:
         >>> pairs, _ = tree_flatten_with_path({'a': [5]})
@@ -708,7 +678,7 @@ def tree_leaves_with_path(tree, is_leaf=None):
 
 
 def tree_map_with_path(f, tree, *rest, is_leaf=None):
-    """Like `tree_map`, but `f` is called as ``f(key_path, leaf, *subtrees_of_rest)``.
+    """Like `tree_map`, with `f` called as ``f(key_path, leaf, *subtrees_of_rest)``.
 
     Example:
         >>> tree_map_with_path(lambda p, x: keystr(p), {'a': 1, 'b': (2,)})
@@ -716,9 +686,9 @@ def tree_map_with_path(f, tree, *rest, is_leaf=None):
     """
     pairs = []
     node = _flatten_path(tree, (), pairs, is_leaf)
-    paths = [p for p, _ in pairs]
     leaves = [x for _, x in pairs]
-    out = list(map(f, paths, leaves, *_rest_leaves(node, rest, "tree_map_with_path")))
+    out = list(map(f, [p for p, _ in pairs], leaves,
+                   *_rest_leaves(node, rest, "tree_map_with_path")))
     return _unflatten(node, iter(out).__next__)
 
 
@@ -726,8 +696,7 @@ _NO_INIT = object()
 
 
 def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
-    """Fold `function` over the leaves of `tree`, left to right (like functools.reduce).
-
+    """Fold `function` over the leaves of `tree` from the left, like functools.reduce.
     Raises:
         TypeError: if `tree` has no leaves and no `initializer` is given.
 
@@ -742,7 +711,7 @@ def tree_reduce(function, tree, initializer=_NO_INIT, is_leaf=None):
 
 
 def tree_all(tree, *, is_leaf=None):
-    """Whether every leaf of `tree` is truthy (True for a tree without leaves).
+    """Whether every leaf of `tree` is truthy (True when there are no leaves).
 
     Example:
         >>> tree_all([True, (1, None)]), tree_all({'a': 0})
@@ -756,13 +725,11 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
 
     Args:
         outer_treedef: the outer structure.
-        inner_treedef: the structure of each subtree at an outer leaf; None to take it from
-            the first such subtree.
-        pytree_to_transpose: a pytree of structure ``outer_treedef.compose(inner_treedef)``.
-
+        inner_treedef: the structure of each subtree at an outer leaf, or None to take the
+            structure of the first such subtree.
+        pytree_to_transpose: a pytree with ``outer_treedef.compose(inner_treedef)``'s structure.
     Returns:
         A pytree of structure ``inner_treedef.compose(outer_treedef)``.
-
     Raises:
         ValueError: if `pytree_to_transpose` does not have the composed structure.
 
@@ -774,14 +741,13 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     if inner_treedef is None:
         subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
         if not subtrees:
-            raise ValueError("tree_transpose: cannot infer inner_treedef: outer has no leaves")
+            raise ValueError("tree_transpose: cannot infer inner_treedef: no outer leaves")
         inner_treedef = tree_structure(subtrees[0])
     full = outer_treedef.compose(inner_treedef)
     flat = _flatten_up_to(full._node, pytree_to_transpose, "tree_transpose",
                           "the composed treedef", "the tree")
-    n_in = inner_treedef.num_leaves
-    subtrees = [outer_treedef.unflatten(flat[j::n_in]) for j in range(n_in)]
-    return inner_treedef.unflatten(subtrees)
+    n = inner_treedef.num_leaves
+    return inner_treedef.unflatten([outer_treedef.unflatten(flat[j::n]) for j in range(n)])
 
 
 def treedef_is_leaf(treedef):
@@ -808,7 +774,7 @@ def all_leaves(iterable, is_leaf=None):
 
 
 def treedef_children(treedef):
-    """Treedefs of the root's children, as ``treedef.children()``.
+    """The treedefs of the root's children, as ``treedef.children()``.
 
     Example:
         >>> treedef_children(tree_structure({'a': 1, 'b': (2, 3)}))
@@ -835,10 +801,8 @@ def flatten_up_to(treedef, full_tree):
     Args:
         treedef: a structure that must be a prefix of `full_tree`'s.
         full_tree: the pytree to cut.
-
     Returns:
         A list of ``treedef.num_leaves`` subtrees.
-
     Raises:
         ValueError: if `treedef` is not a prefix of `full_tree`'s structure, naming the path.
 
@@ -856,10 +820,8 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
         prefix_tree: a pytree whose structure is a prefix of `full_tree`'s.
         full_tree: the pytree to broadcast against.
         is_leaf: optional predicate marking extra leaves of `prefix_tree` (e.g. None).
-
     Returns:
         A list with one entry per leaf of `full_tree`.
-
     Raises:
         ValueError: if `prefix_tree` is not a prefix of `full_tree`, naming the key path.
 
@@ -867,9 +829,7 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
         >>> broadcast_prefix((0, 1), ([5, 6], 7))
         [0, 0, 1]
     """
-    leaves = []
-    node = (_flatten(prefix_tree, leaves) if is_leaf is None
-            else _flatten_is_leaf(prefix_tree, leaves, is_leaf))
+    leaves, node = _flatten_any(prefix_tree, is_leaf)
     subtrees = _flatten_up_to(node, full_tree, "broadcast_prefix", "the prefix tree",
                               "the full tree")
     result = []

@@ -17,12 +17,12 @@ def _f64(x):
 
 def erf(x):
     """The error function (libm's erf, element by element)."""
-    return _erf_scalar(_f64(x)).astype(np.float64)
+    return np.asarray(_erf_scalar(_f64(x)), dtype=np.float64)
 
 
 def erfc(x):
     """The complementary error function 1 - erf(x), accurate in the tails."""
-    return _erfc_scalar(_f64(x)).astype(np.float64)
+    return np.asarray(_erfc_scalar(_f64(x)), dtype=np.float64)
 
 
 def lgamma(x):
@@ -32,7 +32,7 @@ def lgamma(x):
     poles = (x <= 0) & (x == np.floor(x))
     out[poles] = np.inf
     rest = ~poles
-    out[rest] = _lgamma_scalar(x[rest]).astype(np.float64)
+    out[rest] = np.asarray(_lgamma_scalar(x[rest]), dtype=np.float64)
     return out
 
 

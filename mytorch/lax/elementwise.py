@@ -38,7 +38,7 @@ def _kernel(np_fn, float_only=False):
             xs = [x.astype(np.float32) if x.dtype == dt else x for x in xs]
         with np.errstate(all="ignore"):
             out = np_fn(*xs, **params)
-        return out.astype(dt) if upcast and out.dtype != np.bool_ else out
+            return out.astype(dt) if upcast and out.dtype != np.bool_ else out
 
     kernel.__name__ = getattr(np_fn, "__name__", "kernel")
     return kernel
