@@ -48,6 +48,7 @@ settings.register_profile(
     "tree_util", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("tree_util")
+pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
 # Node types used in the trees -----------------------------------------------------------------
