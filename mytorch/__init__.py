@@ -5,7 +5,7 @@
 """
 
 from mytorch import errors
-from mytorch.core import tree_util
+from mytorch import tree_util
 from mytorch.core.array import Array
 from mytorch.core.config import config
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from mytorch.core import dtypes
+from mytorch.core.config import config
 from mytorch.core.array import Array, ArrayImpl, from_numpy, is_python_scalar, scalar_array
 from mytorch.core.aval import ShapedArray
 from mytorch.core.source_info import user_frame
@@ -191,10 +192,33 @@ class EvalTrace(Trace):
         outs = backend.kernel(prim)(*[a._buf for a in arrays], **params)
         if not prim.multiple_results:
             outs = (outs,)
-        return [
+        results = [
             ArrayImpl(backend.coerce(o, aval.dtype), aval.weak_type, device)
             for o, aval in zip(outs, out_avals, strict=True)
         ]
+        if _debug_nans[0]:
+            _check_nans(prim, arrays, results)
+        return results
+
+
+_debug_nans = [config.debug_nans]
+config.on_update(lambda name, value: name == "debug_nans" and _debug_nans.__setitem__(0, value))
+
+
+def _check_nans(prim, args, results):
+    """debug_nans: raise where a primitive first turns non-NaN inputs into a NaN."""
+    for r in results:
+        if not dtypes.is_float(r.dtype):
+            continue
+        host = np.asarray(r._host(), dtype=np.float32 if r.dtype == dtypes.bfloat16 else None)
+        if np.isnan(host).any():
+            ins_nan = any(dtypes.is_float(a.dtype) and np.isnan(
+                np.asarray(a._host(), dtype=np.float32)).any() for a in args)
+            if not ins_nan:
+                raise FloatingPointError(
+                    f"debug_nans: {prim.name} produced a NaN from NaN-free inputs "
+                    f"({', '.join(a.aval.str_short() for a in args)}){_at()}"
+                )
 
 
 def _default_device():

@@ -127,3 +127,16 @@ def test_tracers_are_arrays_with_avals():
 
     mt.make_jaxpr(f)(f32(2, 5))
     assert seen == [(True, (2, 5), np.float32, 2, "Traced<f32[2,5]> in make_jaxpr(f)")]
+
+
+def test_debug_nans_names_the_primitive_and_line_eagerly():
+    x = from_numpy(np.array([1.0, -1.0], np.float32))
+    mt.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match=r"log produced a NaN .*test_trace.py"):
+            lax.log(x)
+        nan = from_numpy(np.array([np.nan], np.float32))
+        lax.add(nan, 1.0)  # NaN in, NaN out: not where it first appeared
+    finally:
+        mt.config.update("debug_nans", False)
+    assert np.isnan(np.asarray(lax.log(x))[1])
