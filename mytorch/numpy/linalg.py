@@ -1,3 +1,228 @@
-"""(being written)"""
+"""`mytorch.numpy.linalg`: norms and the array-API linear-algebra helpers.
 
-__all__ = []
+Norms follow `numpy.linalg.norm`. Matrix norms that need singular values (`ord=2`, `-2`,
+`"nuc"`) are not provided; nor are the factorisations (det, inv, solve, cholesky, qr, svd,
+eigh). float16 and bfloat16 norms accumulate in float32 and round once at the end.
+"""
+
+import operator
+
+from mytorch import lax
+from mytorch.core import dtypes
+from mytorch.numpy import manipulation as _manip
+from mytorch.numpy import products as _products
+from mytorch.numpy._promote import asarray_any
+
+__all__ = [
+    "norm", "vector_norm", "matrix_norm", "matrix_transpose", "vecdot", "outer", "trace",
+    "diagonal", "tensordot", "matmul", "cross",
+]
+
+_INF = float("inf")
+_MATRIX_ORDS = "'fro', 1, -1, inf, -inf"
+
+
+def _s(x):
+    return x.aval.str_short()
+
+
+def _inexact(x):
+    """(x in its computation dtype, result dtype): ints/bools give the default float;
+    float16/bfloat16 compute in float32."""
+    out = x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float()
+    work = dtypes.float32 if out in (dtypes.float16, dtypes.bfloat16) else out
+    return lax.convert_element_type(x, work, weak_type=x.weak_type), out
+
+
+def _finish(y, dtype, weak, shape):
+    if y.dtype != dtype:
+        y = lax.convert_element_type(y, dtype, weak_type=weak)
+    return y if y.shape == shape else lax.reshape(y, shape)
+
+
+def _kept_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if k in axes else d for k, d in enumerate(shape))
+    return tuple(d for k, d in enumerate(shape) if k not in axes)
+
+
+def _norm_axes(name, axis, x):
+    seq = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    out = []
+    for a in seq:
+        try:
+            a = operator.index(a)
+        except TypeError:
+            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
+                from None
+        if not -x.ndim <= a < x.ndim:
+            raise ValueError(f"{name}: axis {a} is out of bounds for {_s(x)} (rank {x.ndim})")
+        out.append(a % x.ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: duplicate axes in {axis!r} for {_s(x)}")
+    return tuple(out)
+
+
+def _nonempty(name, x, axes, ord):
+    if any(x.shape[a] == 0 for a in axes):
+        raise ValueError(
+            f"{name}: ord={ord} reduces with max/min, which needs a non-empty axis, got "
+            f"{_s(x)} over axes {axes}"
+        )
+
+
+def _is_number(ord):
+    return isinstance(ord, (int, float)) and not isinstance(ord, bool) or hasattr(
+        ord, "__float__") and not isinstance(ord, str)
+
+
+def _vector(name, x, axes, ord, keepdims):
+    """The vector `ord`-norm of `x` over `axes` (flattened together)."""
+    if ord is not None and not _is_number(ord):
+        raise ValueError(f"{name}: invalid norm order {ord!r} for vectors")
+    shape = _kept_shape(x.shape, axes, keepdims)
+    weak = x.weak_type
+    y, out = _inexact(x)
+    p = 2.0 if ord is None else float(ord)
+    if p == _INF or p == -_INF:
+        _nonempty(name, x, axes, ord)
+        reduce = lax.reduce_max if p > 0 else lax.reduce_min
+        r = reduce(lax.abs(y), axes)
+    elif p == 0:
+        r = lax.reduce_sum(lax.convert_element_type(lax.ne(y, 0.0), y.dtype), axes)
+    elif p == 1:
+        r = lax.reduce_sum(lax.abs(y), axes)
+    elif p == 2:
+        r = lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+    else:
+        with_p = lax.pow(lax.abs(y), lax.convert_element_type(p, y.dtype))
+        r = lax.pow(lax.reduce_sum(with_p, axes), lax.convert_element_type(1.0 / p, y.dtype))
+    return _finish(r, out, weak, shape)
+
+
+def _matrix(name, x, axes, ord, keepdims):
+    """The matrix `ord`-norm over the pair `axes` = (row axis, column axis)."""
+    row, col = axes
+    shape = _kept_shape(x.shape, axes, keepdims)
+    weak = x.weak_type
+    y, out = _inexact(x)
+    if ord is None or ord == "fro":
+        r = lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+    elif isinstance(ord, str) or not _is_number(ord) or float(ord) not in (1, -1, _INF, -_INF):
+        hint = ""
+        if ord in ("nuc", 2, -2):
+            hint = " (ord=2, -2 and 'nuc' need singular values, which mytorch does not compute)"
+        raise ValueError(
+            f"{name}: invalid norm order {ord!r} for matrices; supported: {_MATRIX_ORDS}{hint}"
+        )
+    else:
+        p = float(ord)
+        summed, kept = (row, col) if abs(p) == 1 else (col, row)
+        _nonempty(name, x, (kept,), ord)
+        s = lax.reduce_sum(lax.abs(y), (summed,))
+        reduce = lax.reduce_max if p > 0 else lax.reduce_min
+        r = reduce(s, (kept - (kept > summed),))
+    return _finish(r, out, weak, shape)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """A vector or matrix norm, like `numpy.linalg.norm`.
+
+    Args:
+      x: an array (ints and bools are converted to the default float dtype).
+      ord: vectors: None or 2 (Euclidean), 1, inf, -inf, 0 (count of non-zeros) or any
+        other number p (`sum(|x|**p)**(1/p)`). Matrices: None or "fro", 1, -1 (max/min
+        column sum), inf, -inf (max/min row sum). Matrix ord 2, -2 and "nuc" are not
+        supported.
+      axis: None (all of `x` as a vector when ord is None; else `x` must be 1-D or 2-D),
+        an int (vector norms) or a pair of ints (matrix norms).
+      keepdims: keep the reduced axes with size 1.
+
+    Returns:
+      The norms: `x`'s shape without the reduced axes, in a floating dtype.
+
+    >>> norm(asarray([3.0, 4.0]))  # doctest: +SKIP
+    Array(5., dtype=float32)
+    """
+    x = asarray_any(x)
+    if axis is None:
+        if ord is None:
+            return _vector("norm", x, tuple(range(x.ndim)), None, keepdims)
+        if x.ndim not in (1, 2):
+            raise ValueError(
+                f"norm: ord={ord!r} with axis=None needs a 1-D or 2-D array, got {_s(x)}; "
+                "pass axis= to pick the vector or matrix axes"
+            )
+        axis = tuple(range(x.ndim))
+    axes = _norm_axes("norm", axis, x)
+    if len(axes) == 1:
+        return _vector("norm", x, axes, ord, keepdims)
+    if len(axes) == 2:
+        return _matrix("norm", x, axes, ord, keepdims)
+    raise ValueError(f"norm: axis must be an int or a pair of ints, got {axis!r}")
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """The vector `ord`-norm over `axis` (None: all axes, flattened; a tuple: those axes
+    flattened together). `ord` as for `norm` on vectors."""
+    x = asarray_any(x)
+    axes = tuple(range(x.ndim)) if axis is None else _norm_axes("vector_norm", axis, x)
+    return _vector("vector_norm", x, axes, ord, keepdims)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """The matrix `ord`-norm over the last two axes ("fro", 1, -1, inf, -inf)."""
+    x = asarray_any(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_norm: needs an array of rank >= 2, got {_s(x)}")
+    return _matrix("matrix_norm", x, (x.ndim - 2, x.ndim - 1), ord, keepdims)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes of `x` (rank >= 2)."""
+    return _manip.matrix_transpose(x)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot product along `axis`, broadcasting the other dims."""
+    return _products.vecdot(x1, x2, axis=axis)
+
+
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays: shape [n, m]."""
+    a, b = asarray_any(x1), asarray_any(x2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"outer: needs 1-D arrays, got {_s(a)} and {_s(b)}")
+    return _products.outer(a, b)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sum of the `offset` diagonal of the last two axes (rank >= 2)."""
+    return _manip.trace(x, offset, -2, -1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """The `offset` diagonal of the last two axes, as the last axis of the result."""
+    return _manip.diagonal(x, offset, -2, -1)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    """`mytorch.numpy.tensordot`."""
+    return _products.tensordot(x1, x2, axes)
+
+
+def matmul(x1, x2, /):
+    """`mytorch.numpy.matmul`."""
+    return _products.matmul(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along `axis`."""
+    a, b = asarray_any(x1), asarray_any(x2)
+    if a.ndim == 0 or b.ndim == 0 or a.shape[axis % a.ndim] != 3 \
+            or b.shape[axis % b.ndim] != 3:
+        raise ValueError(
+            f"cross: needs 3 components along axis {axis}, got {_s(a)} and {_s(b)}"
+        )
+    return _products.cross(a, b, axis=axis)
+
