@@ -149,6 +149,15 @@ def promote(dtype_a, weak_a, dtype_b, weak_b):
     hit = _JOIN_CACHE.get(key)
     if hit is not None:
         return hit
+    if dtype_a == dtype_b:
+        out = (canonicalize(dtype_a), weak_a and weak_b)
+        _JOIN_CACHE[key] = out
+        return out
+    if weak_a and weak_b:
+        # join the strong counterparts and stay weak (weak f16 + weak f16 is weak f16)
+        out = (canonicalize(_join(dtype_a, dtype_b)), True)
+        _JOIN_CACHE[key] = out
+        return out
     joined = _join(_node(dtype_a, weak_a), _node(dtype_b, weak_b))
     # a weak node as the result is weak even from strong inputs (uint64 with int64 -> float*)
     if joined == WEAK_INT:

@@ -15,15 +15,15 @@ from mytorch.core.trace import Trace, Tracer, leaked_tracer_error, new_trace, to
 class StagingTracer(Tracer):
     """A traced value of a staging trace: stands for a jaxpr variable."""
 
-    __slots__ = ("var",)
+    __slots__ = ("_var",)
 
     def __init__(self, trace, var):
         self._trace = trace
-        self.var = var
+        self._var = var
 
     @property
     def aval(self):
-        return self.var.aval
+        return self._var.aval
 
 
 class StagingTrace(Trace):
@@ -42,7 +42,7 @@ class StagingTrace(Trace):
 
     def to_var(self, x):
         if isinstance(x, StagingTracer) and x._trace is self:
-            return x.var
+            return x._var
         if isinstance(x, Tracer):
             if not x._trace.alive:
                 raise leaked_tracer_error(x)
@@ -67,7 +67,7 @@ class StagingTrace(Trace):
         """Close the recording into a ClosedJaxpr over `in_tracers` -> `out_values`."""
         outvars = [self.to_var(x) for x in out_values]
         constvars = [v for _, v in self.consts]
-        jaxpr = Jaxpr(constvars, [t.var for t in in_tracers], self.eqns, outvars, debug_name)
+        jaxpr = Jaxpr(constvars, [t._var for t in in_tracers], self.eqns, outvars, debug_name)
         return ClosedJaxpr(jaxpr, [c for c, _ in self.consts])
 
 

@@ -10,7 +10,7 @@ from mytorch.lax.elementwise import (  # noqa: F401
     floor, ge, gt, integer_pow, is_finite, le, lgamma, log, log1p, logistic, lt, max, min,
     mul, ne, neg, nextafter, pow, reciprocal, rem, round, rsqrt, select, select_n,
     shift_left, shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square,
-    sub, tan, tanh,
+    stop_gradient, sub, tan, tanh,
 )
 from mytorch.lax.structural import *  # noqa: F401,F403
 from mytorch.lax.indexing import *  # noqa: F401,F403

@@ -200,6 +200,20 @@ is_finite_p, is_finite = unary("is_finite", np.isfinite, "isfinite({x})", out_dt
 not_p, bitwise_not = unary("not", _not, "(~{x})", BOOL_INT)
 square_p, square = unary("square", np.square, "({x} * {x})", NUMERIC)
 reciprocal_p, reciprocal = unary("reciprocal", np.reciprocal, "(1 / {x})")
+stop_gradient_p, _ = unary("stop_gradient", lambda x: x, "{x}", ANY)
+stop_gradient_p.def_lowering("cpu", lambda x: x)  # arrays are immutable: no copy needed
+
+
+def stop_gradient(x):
+    """`x` (a pytree of arrays) unchanged, with a zero derivative for every float leaf."""
+    from mytorch.core.tree_util import tree_map
+
+    def leaf(v):
+        v = asarray(v)
+        return stop_gradient_p.bind(v) if dtypes.is_float(v.dtype) else v
+
+    return tree_map(leaf, x)
+
 
 add_p, add = binary("add", np.add, "({x} + {y})")
 sub_p, sub = binary("sub", np.subtract, "({x} - {y})")
@@ -210,7 +224,24 @@ pow_p, pow = binary("pow", np.power, "pow({x}, {y})", FLOAT)
 max_p, max = binary("max", np.maximum, "max({x}, {y})", ANY)
 min_p, min = binary("min", np.minimum, "min({x}, {y})", ANY)
 atan2_p, atan2 = binary("atan2", np.arctan2, "atan2({x}, {y})", FLOAT)
+def _nextafter_kernel(x, y):
+    """np.nextafter, exact in float16 and, through the bit pattern, in bfloat16."""
+    if x.dtype != dtypes.bfloat16:
+        with np.errstate(all="ignore"):
+            return np.nextafter(x, y)
+    x, y = np.broadcast_arrays(x, y)
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    bits = x.view(np.int16).astype(np.int32)
+    away = (xf < yf) == (xf > 0)  # moving away from zero grows the magnitude bits
+    step = np.where(xf == 0, 1, np.where(away, 1, -1))
+    mag = np.where(xf == 0, np.where(yf < 0, -0x8000 + 1, 1), bits + step)
+    out = mag.astype(np.int16).view(dtypes.bfloat16)
+    out = np.where(xf == yf, y, out)
+    return np.where(np.isnan(xf) | np.isnan(yf), np.array(np.nan, x.dtype), out)
+
+
 nextafter_p, nextafter = binary("nextafter", np.nextafter, "nextafter({x}, {y})", FLOAT)
+nextafter_p.def_lowering("cpu", _nextafter_kernel)
 and_p, bitwise_and = binary("and", np.bitwise_and, "({x} & {y})", BOOL_INT)
 or_p, bitwise_or = binary("or", np.bitwise_or, "({x} | {y})", BOOL_INT)
 xor_p, bitwise_xor = binary("xor", np.bitwise_xor, "({x} ^ {y})", BOOL_INT)
@@ -333,14 +364,13 @@ def clamp(min, x, max):
 def _convert_kernel(x, *, new_dtype, weak_type):
     if new_dtype == np.bool_:
         return x != 0
-    if dtypes.is_int(new_dtype) and x.dtype.kind == "f":
-        # float -> int: NaN to 0, saturate at the integer range (as XLA's CPU backend)
-        info = np.iinfo(new_dtype)
-        with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # narrowing floats overflow to inf, as in XLA
+        if dtypes.is_int(new_dtype) and x.dtype.kind == "f":
+            # float -> int: NaN to 0, saturate at the integer range (as XLA's CPU backend)
+            info = np.iinfo(new_dtype)
             y = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
-            y = np.clip(y, info.min, info.max)
-        return y.astype(new_dtype)
-    return x.astype(new_dtype)
+            return np.clip(y, info.min, info.max).astype(new_dtype)
+        return x.astype(new_dtype)
 
 
 convert_element_type_p = Primitive("convert_element_type", kind="elementwise")
@@ -388,7 +418,7 @@ def _bitcast_kernel(x, *, new_dtype):
         return np.ascontiguousarray(x).view(new_dtype).reshape(*x.shape, -1)
     if new_dtype.itemsize > x.dtype.itemsize:
         return np.ascontiguousarray(x).view(new_dtype).reshape(x.shape[:-1])
-    return np.ascontiguousarray(x).view(new_dtype)
+    return np.ascontiguousarray(x).view(new_dtype).reshape(x.shape)
 
 
 def bitcast_convert_type(x, new_dtype):
