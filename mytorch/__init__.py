@@ -17,3 +17,6 @@ from mytorch.api import devices, device_get, device_put, local_device_count, mak
 from mytorch.errors import ConcretizationTypeError, UnexpectedTracerError
 
 __version__ = "0.1.0"
+from mytorch.autodiff import (  # noqa: E402
+    grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp,
+)

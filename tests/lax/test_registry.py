@@ -9,17 +9,19 @@ from mytorch import primitive_table as registry_table
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "primitives.md"
 
 # rules every primitive of a kind must have; later capabilities add theirs here
+EAGER = ("abstract eval", "cpu kernel")
 REQUIRED = {
-    kind: ("abstract eval", "cpu kernel")
+    kind: EAGER + ("jvp",)
     for kind in ("elementwise", "structural", "indexing", "reduction", "sort", "contraction",
-                 "window")
+                 "window", "ad")
 }
 
 
 @pytest.mark.parametrize("name,kind,have", registry_table.rows(), ids=lambda v: str(v))
 def test_primitive_has_required_rules(name, kind, have):
     assert kind in REQUIRED, f"primitive '{name}' has unknown kind '{kind}'"
-    missing = [rule for rule in REQUIRED[kind] if not have[rule]]
+    required = REQUIRED[kind] + (("transpose",) if have["linear"] else ())
+    missing = [rule for rule in required if not have[rule]]
     assert not missing, f"primitive '{name}' ({kind}) lacks: {', '.join(missing)}"
 
 

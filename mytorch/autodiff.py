@@ -1,0 +1,374 @@
+"""Public differentiation API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev,
+hessian.
+
+Forward mode is the JVP interpreter (`transforms/jvp.py`). Reverse mode is linearize (JVP
+with the tangents staged by partial evaluation, `transforms/partial_eval.py`) followed by
+transposition of the linear jaxpr (`transforms/transpose.py`); there is no second table of
+VJP rules. Every function here accepts and returns pytrees.
+"""
+
+import functools
+
+import numpy as np
+
+from mytorch.core import dtypes, tree_util
+from mytorch.core.ad_util import Zero, instantiate, is_differentiable
+from mytorch.core.array import Array, from_numpy
+from mytorch.core.jaxpr import eval_jaxpr
+from mytorch.core.source_info import user_frame
+from mytorch.core.trace import aval_of
+from mytorch.lax._utils import asarray
+from mytorch.lax.structural import reshape
+from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.partial_eval import linearize_flat
+from mytorch.transforms.transpose import backward_pass
+
+__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
+
+
+def _name(fun):
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _at():
+    info = user_frame()
+    return f" (at {info})" if info is not None else ""
+
+
+def _leaves_as_arrays(tree, what):
+    leaves, treedef = tree_util.tree_flatten(tree)
+    out = []
+    for x in leaves:
+        try:
+            out.append(asarray(x))
+        except TypeError:
+            raise TypeError(
+                f"{what}: every leaf must be an array or a scalar, got "
+                f"{type(x).__name__}{_at()}"
+            ) from None
+    return out, treedef
+
+
+def _flat_fun(fun, in_tree, has_aux, what):
+    """fun over pytrees -> (fn over flat leaves returning flat outputs, store of trees/aux)."""
+    store = {}
+
+    def flat(*leaves):
+        args = tree_util.tree_unflatten(in_tree, leaves)
+        out = fun(*args)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    f"{what} with has_aux=True needs {_name(fun)} to return a pair "
+                    f"(output, aux), got {type(out).__name__}"
+                )
+            out, store["aux"] = out
+        out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        for x in out_leaves:
+            if not isinstance(x, (Array, bool, int, float, np.ndarray, np.generic)):
+                raise TypeError(
+                    f"{what}: {_name(fun)} returned a {type(x).__name__}; it must return "
+                    "arrays (or pytrees of arrays)"
+                )
+        return [asarray(x) for x in out_leaves]
+
+    return flat, store
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Forward mode: (fun(*primals), J(primals) @ tangents), both pytrees like fun's output.
+
+    `primals` and `tangents` are tuples (or lists) of equal tree structure, shapes and
+    dtypes; integer primals take zero tangents.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "jvp: primals and tangents must be tuples or lists of arguments, got "
+            f"{type(primals).__name__} and {type(tangents).__name__}"
+        )
+    p_leaves, p_tree = _leaves_as_arrays(tuple(primals), "jvp primals")
+    t_leaves, t_tree = _leaves_as_arrays(tuple(tangents), "jvp tangents")
+    if p_tree != t_tree:
+        raise TypeError(
+            f"jvp: primals and tangents must have the same tree structure, got {p_tree} "
+            f"and {t_tree}"
+        )
+    ts = []
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        pa, ta = aval_of(p), aval_of(t)
+        if pa.shape != ta.shape:
+            raise ValueError(
+                f"jvp: primal and tangent leaf {i} have different shapes: "
+                f"{pa.str_short()} and {ta.str_short()}"
+            )
+        if not is_differentiable(pa):
+            ts.append(Zero(pa))
+            continue
+        if pa.dtype != ta.dtype:
+            raise TypeError(
+                f"jvp: primal and tangent leaf {i} have different dtypes: "
+                f"{pa.str_short()} and {ta.str_short()}"
+            )
+        ts.append(t)
+    flat, store = _flat_fun(fun, p_tree, has_aux, "jvp")
+    outs, t_outs = jvp_flat(flat, p_leaves, ts, f"jvp({_name(fun)})")
+    t_outs = [instantiate(t) for t in t_outs]
+    out_tree = store["out_tree"]
+    result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, t_outs))
+    return (*result, store["aux"]) if has_aux else result
+
+
+def linearize(fun, *primals, has_aux=False):
+    """(fun(*primals), f_jvp) where f_jvp(*tangents) = J(primals) @ tangents, evaluated
+    from the saved linear jaxpr without re-running `fun`."""
+    p_leaves, p_tree = _leaves_as_arrays(primals, "linearize")
+    flat, store = _flat_fun(fun, p_tree, has_aux, "linearize")
+    outs, linear, _ = linearize_flat(flat, p_leaves, f"linearize({_name(fun)})")
+    out_tree = store["out_tree"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = _leaves_as_arrays(tangents, "linearize's f_jvp")
+        if t_tree != p_tree:
+            raise TypeError(f"f_jvp: expected tangents of structure {p_tree}, got {t_tree}")
+        return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear.jaxpr, linear.consts,
+                                                             *t_leaves))
+
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), vjp_fn[, aux]) where vjp_fn(cotangent) returns a tuple with one
+    cotangent per primal (same trees, shapes and dtypes as the primals)."""
+    p_leaves, p_tree = _leaves_as_arrays(primals, "vjp")
+    flat, store = _flat_fun(fun, p_tree, has_aux, "vjp")
+    outs, linear, _ = linearize_flat(flat, p_leaves, f"vjp({_name(fun)})")
+    out_tree = store["out_tree"]
+    out_avals = [aval_of(o) for o in outs]
+    in_avals = [aval_of(p) for p in p_leaves]
+
+    def vjp_fn(cotangent):
+        ct_leaves, ct_tree = _leaves_as_arrays(cotangent, "vjp_fn")
+        if ct_tree != out_tree:
+            raise TypeError(
+                f"vjp_fn: the cotangent must have the structure of {_name(fun)}'s output, "
+                f"{out_tree}, got {ct_tree}"
+            )
+        for i, (ct, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = aval_of(ct)
+            if ca.shape != a.shape:
+                raise ValueError(
+                    f"vjp_fn: cotangent leaf {i} has shape {ca.str_short()}, but the "
+                    f"output has {a.str_short()}"
+                )
+        cts = backward_pass(linear.jaxpr, linear.consts, [True] * len(p_leaves),
+                            [None] * len(p_leaves), ct_leaves)
+        cts = [instantiate(Zero(a) if not is_differentiable(a) else c)
+               for c, a in zip(cts, in_avals)]
+        return tuple(tree_util.tree_unflatten(p_tree, cts))
+
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return (out, vjp_fn, store["aux"]) if has_aux else (out, vjp_fn)
+
+
+def _argnums_tuple(argnums, nargs, fun, what):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    if not nums:
+        raise ValueError(f"{what}: argnums must not be empty")
+    for i in nums:
+        if not isinstance(i, int) or not -nargs <= i < nargs:
+            raise ValueError(
+                f"{what}: argnums {argnums} is out of range for {_name(fun)} called with "
+                f"{nargs} positional arguments{_at()}"
+            )
+    return single, tuple(i % nargs for i in nums)
+
+
+def _split_args(fun, args, nums):
+    """fun of the args at `nums` (the others fixed), and those args."""
+
+    def partial(*diff):
+        full = list(args)
+        for i, x in zip(nums, diff):
+            full[i] = x
+        return fun(*full)
+
+    return partial, tuple(args[i] for i in nums)
+
+
+def _check_real_inputs(diff_args, nums, what):
+    for i, arg in zip(nums, diff_args):
+        for leaf in tree_util.tree_leaves(arg):
+            a = aval_of(leaf)
+            if not is_differentiable(a):
+                raise TypeError(
+                    f"{what} requires real-valued (float) inputs, but argument {i} has a "
+                    f"leaf of type {a.str_short()}{_at()}. Convert it with "
+                    ".astype(mnp.float32), or leave it out of argnums."
+                )
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """fun -> fn returning (fun(*args), gradient of fun's scalar output with respect to
+    the arguments at `argnums`) (and aux first in the value when has_aux)."""
+    what = f"grad({_name(fun)})"
+
+    @functools.wraps(fun)
+    def value_and_grad_fn(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args), fun, what)
+        f = functools.partial(fun, **kwargs) if kwargs else fun
+        partial, diff = _split_args(f, args, nums)
+        _check_real_inputs(diff, nums, what)
+        if has_aux:
+            out, vjp_fn, aux = vjp(partial, *diff, has_aux=True)
+        else:
+            out, vjp_fn = vjp(partial, *diff)
+        leaves = tree_util.tree_leaves(out)
+        if len(leaves) != 1 or aval_of(leaves[0]).shape != ():
+            desc = ", ".join(aval_of(x).str_short() for x in leaves) or "no arrays"
+            raise TypeError(
+                f"{what} requires a scalar output; {_name(fun)} returned {desc}{_at()}. "
+                "Use mt.vjp or mt.jacrev for non-scalar outputs."
+            )
+        a = aval_of(leaves[0])
+        if not dtypes.is_float(a.dtype):
+            raise TypeError(
+                f"{what} requires a real-valued (float) output, got {a.str_short()}{_at()}"
+            )
+        one = from_numpy(np.ones((), a.dtype))
+        g = vjp_fn(tree_util.tree_unflatten(tree_util.tree_structure(out), [one]))
+        g = g[0] if single else g
+        return ((out, aux), g) if has_aux else (out, g)
+
+    return value_and_grad_fn
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """fun -> fn returning the gradient of fun's scalar float output with respect to the
+    arguments at `argnums` (a tuple of gradients when argnums is a tuple)."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_fn(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_fn
+
+
+def _basis(aval):
+    """The standard basis of `aval`'s space: (size, *shape) one-hot arrays."""
+    n = aval.size
+    return from_numpy(np.eye(n, dtype=aval.dtype).reshape((n, *aval.shape)))
+
+
+def _stack(rows, shape):
+    from mytorch.lax.structural import broadcast_in_dim, concatenate
+
+    rows = [broadcast_in_dim(r, (1, *aval_of(r).shape), tuple(range(1, aval_of(r).ndim + 1)))
+            for r in rows]
+    if not rows:
+        return None
+    return concatenate(rows, 0) if len(rows) > 1 else rows[0]
+
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian by forward mode: fn(*args) -> pytree [output leaf][argument leaf] of
+    arrays shaped output.shape + argument.shape."""
+    what = f"jacfwd({_name(fun)})"
+
+    def jac_fn(*args):
+        single, nums = _argnums_tuple(argnums, len(args), fun, what)
+        partial, diff = _split_args(fun, args, nums)
+        _check_real_inputs(diff, nums, what)
+        res = linearize(partial, *diff, has_aux=has_aux)
+        out, f_jvp = res[0], res[1]
+        in_leaves, in_tree = tree_util.tree_flatten(diff)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        per_in = []
+        for k, leaf in enumerate(in_leaves):
+            a = aval_of(leaf)
+            basis = _basis(a)
+            columns = []
+            for j in range(a.size):
+                ts = [basis[j] if m == k else Zero(aval_of(x)) for m, x in enumerate(in_leaves)]
+                ts = [instantiate(t) for t in ts]
+                columns.append(tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree, ts))))
+            blocks = []
+            for o, ol in enumerate(out_leaves):
+                oa = aval_of(ol)
+                cols = [c[o] for c in columns]
+                if cols:
+                    stacked = _stack(cols, oa.shape)  # (in.size, *out.shape)
+                    from mytorch.lax.structural import transpose
+
+                    perm = (*range(1, oa.ndim + 1), 0)
+                    block = reshape(transpose(stacked, perm), (*oa.shape, *a.shape))
+                else:
+                    block = _zeros((*oa.shape, *a.shape), oa.dtype)
+                blocks.append(block)
+            per_in.append(blocks)
+        return _assemble(per_in, in_tree, out_tree, single, has_aux, res)
+
+    return jac_fn
+
+
+def jacrev(fun, argnums=0, has_aux=False):
+    """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape)."""
+    what = f"jacrev({_name(fun)})"
+
+    def jac_fn(*args):
+        single, nums = _argnums_tuple(argnums, len(args), fun, what)
+        partial, diff = _split_args(fun, args, nums)
+        _check_real_inputs(diff, nums, what)
+        res = vjp(partial, *diff, has_aux=has_aux)
+        out, vjp_fn = res[0], res[1]
+        in_leaves, in_tree = tree_util.tree_flatten(diff)
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        rows_per_out = []
+        for o, ol in enumerate(out_leaves):
+            oa = aval_of(ol)
+            basis = _basis(oa)
+            rows = []
+            for j in range(oa.size):
+                cts = [basis[j] if m == o else instantiate(Zero(aval_of(x)))
+                       for m, x in enumerate(out_leaves)]
+                rows.append(tree_util.tree_leaves(vjp_fn(tree_util.tree_unflatten(out_tree, cts))))
+            rows_per_out.append(rows)
+        per_in = []
+        for k, leaf in enumerate(in_leaves):
+            a = aval_of(leaf)
+            blocks = []
+            for o, ol in enumerate(out_leaves):
+                oa = aval_of(ol)
+                rows = [r[k] for r in rows_per_out[o]]
+                if rows:
+                    block = reshape(_stack(rows, a.shape), (*oa.shape, *a.shape))
+                else:
+                    block = _zeros((*oa.shape, *a.shape), a.dtype)
+                blocks.append(block)
+            per_in.append(blocks)
+        return _assemble(per_in, in_tree, out_tree, single, has_aux, res)
+
+    return jac_fn
+
+
+def _zeros(shape, dtype):
+    return from_numpy(np.zeros(shape, dtype))
+
+
+def _assemble(per_in, in_tree, out_tree, single, has_aux, res):
+    """Nest blocks[in leaf][out leaf] as out-tree of (tuple of) in-trees, as JAX does."""
+    n_out = out_tree.num_leaves
+    by_out = []
+    for o in range(n_out):
+        in_struct = tree_util.tree_unflatten(in_tree, [per_in[k][o] for k in range(len(per_in))])
+        by_out.append(in_struct[0] if single else tuple(in_struct))
+    jac = tree_util.tree_unflatten(out_tree, by_out)
+    return (jac, res[2]) if has_aux else jac
+
+
+def hessian(fun, argnums=0, has_aux=False):
+    """The Hessian of a scalar function: jacfwd(jacrev(fun))."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)

@@ -1,0 +1,273 @@
+"""Derivative rules of the elementwise primitives (defined in elementwise.py).
+
+Conventions at the awkward points follow JAX: d|x| at 0 is 0; max/min split ties, giving
+half the tangent to each operand; d sqrt at 0 is inf; d(x**y)/dx is 0 where y == 0 and
+d(x**y)/dy is 0 where x == 0; rounding, sign, comparisons and bit operations have zero
+derivative. Rules are written with lax operations, so they differentiate again.
+"""
+
+import math
+
+from mytorch.core import dtypes
+from mytorch.lax import elementwise as ew
+from mytorch.lax._ad import (
+    Zero, defjvp, defjvp_zero, deflinear, instantiate, is_undefined, unbroadcast, zero_out,
+)
+from mytorch.lax.elementwise import (
+    add, cos, div, eq, exp, floor, gt, integer_pow, log, lt, mul, neg,
+    rsqrt, select, select_n, sign, sin, sqrt, square, sub,
+)
+from mytorch.core.trace import aval_of
+
+
+def _c(x, value):
+    """A weakly typed constant of `x`'s dtype (0-d)."""
+    from mytorch.lax._utils import weak_scalar
+
+    return weak_scalar(value, aval_of(x).dtype)
+
+
+def _zeros_like(x):
+    from mytorch.lax.structural import full_like
+
+    return full_like(x, 0)
+
+
+# ---- unary ---------------------------------------------------------------------------
+deflinear(ew.neg_p, lambda ct, x: [neg(ct)])
+defjvp(ew.abs_p, lambda t, ans, x: mul(t, sign(x)))
+defjvp(ew.exp_p, lambda t, ans, x: mul(t, ans))
+defjvp(ew.exp2_p, lambda t, ans, x: mul(t, mul(ans, _c(x, math.log(2)))))
+defjvp(ew.log_p, lambda t, ans, x: div(t, x))
+defjvp(ew.log1p_p, lambda t, ans, x: div(t, add(x, _c(x, 1))))
+defjvp(ew.expm1_p, lambda t, ans, x: mul(t, add(ans, _c(x, 1))))
+defjvp(ew.sqrt_p, lambda t, ans, x: div(t, mul(ans, _c(x, 2))))
+defjvp(ew.rsqrt_p, lambda t, ans, x: mul(t, mul(div(ans, x), _c(x, -0.5))))
+defjvp(ew.cbrt_p, lambda t, ans, x: mul(t, mul(integer_pow(ans, -2), _c(x, 1 / 3))))
+defjvp(ew.sin_p, lambda t, ans, x: mul(t, cos(x)))
+defjvp(ew.cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
+defjvp(ew.tan_p, lambda t, ans, x: mul(t, add(square(ans), _c(x, 1))))
+defjvp(ew.asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_c(x, 1), square(x)))))
+defjvp(ew.acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_c(x, 1), square(x))))))
+defjvp(ew.atan_p, lambda t, ans, x: div(t, add(square(x), _c(x, 1))))
+defjvp(ew.sinh_p, lambda t, ans, x: mul(t, ew.cosh(x)))
+defjvp(ew.cosh_p, lambda t, ans, x: mul(t, ew.sinh(x)))
+defjvp(ew.tanh_p, lambda t, ans, x: mul(t, sub(_c(x, 1), square(ans))))
+defjvp(ew.asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _c(x, 1)))))
+defjvp(ew.acosh_p, lambda t, ans, x: mul(
+    t, rsqrt(mul(sub(x, _c(x, 1)), add(x, _c(x, 1))))))
+defjvp(ew.atanh_p, lambda t, ans, x: div(t, mul(sub(_c(x, 1), x), add(x, _c(x, 1)))))
+defjvp(ew.logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_c(x, 1), ans))))
+defjvp(ew.erf_p, lambda t, ans, x: mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), exp(neg(square(x))))))
+defjvp(ew.erfc_p, lambda t, ans, x: mul(t, mul(_c(x, -2 / math.sqrt(math.pi)),
+                                              exp(neg(square(x))))))
+defjvp(ew.erf_inv_p, lambda t, ans, x: mul(t, mul(_c(x, math.sqrt(math.pi) / 2),
+                                                  exp(square(ans)))))
+defjvp(ew.lgamma_p, lambda t, ans, x: mul(t, ew.digamma(x)))
+defjvp(ew.square_p, lambda t, ans, x: mul(t, mul(x, _c(x, 2))))
+defjvp(ew.reciprocal_p, lambda t, ans, x: neg(mul(t, square(ans))))
+
+
+def trigamma(x):
+    """The derivative of digamma (polygamma(1, x)), from lax operations: the recurrence
+    psi1(x) = psi1(x + 1) + 1/x^2 lifts x above 6, then the asymptotic series; negative
+    x use the reflection psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)."""
+    reflect = lt(x, _c(x, 0.5))
+    z = select(reflect, sub(_c(x, 1), x), x)
+    acc = _zeros_like(z)
+    for _ in range(6):
+        acc = add(acc, ew.reciprocal(square(z)))
+        z = add(z, _c(z, 1))
+    inv = ew.reciprocal(z)
+    inv2 = square(inv)
+    series = mul(inv2, sub(_c(z, 1 / 42), mul(inv2, _c(z, 1 / 30))))
+    series = mul(inv2, sub(_c(z, 1 / 30), series))
+    series = mul(inv2, sub(_c(z, 1 / 6), series))
+    series = add(inv, mul(inv2, add(_c(z, 0.5), mul(inv, series))))
+    value = add(acc, series)
+    pi = _c(x, math.pi)
+    reflected = sub(div(square(pi), square(sin(mul(pi, x)))), value)
+    return select(reflect, reflected, value)
+
+
+defjvp(ew.digamma_p, lambda t, ans, x: mul(t, trigamma(x)))
+
+for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.is_finite_p, ew.not_p, ew.round_p,
+           ew.stop_gradient_p, ew.bitcast_convert_type_p, ew.nextafter_p, ew.and_p, ew.or_p,
+           ew.xor_p, ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p,
+           ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p):
+    defjvp_zero(_p)
+
+
+def _integer_pow_jvp(t, ans, x, *, y):
+    if y == 0:
+        return zero_out(t)
+    scale = _c(x, y) if y == 1 else mul(_c(x, y), integer_pow(x, y - 1))
+    return mul(t, scale)
+
+
+defjvp(ew.integer_pow_p, _integer_pow_jvp)
+
+
+# ---- binary --------------------------------------------------------------------------
+def _add_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(ct, y.aval) if is_undefined(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    return [unbroadcast(ct, x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ct), y.aval) if is_undefined(y) else None]
+
+
+deflinear(ew.add_p, _add_transpose)
+deflinear(ew.sub_p, _sub_transpose)
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined(x) and is_undefined(y):
+        raise TypeError("mul: cannot transpose a product of two linear values")
+    if is_undefined(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
+defjvp(ew.mul_p, lambda t, ans, x, y: mul(t, y), lambda t, ans, x, y: mul(x, t))
+ew.mul_p.def_transpose(_mul_transpose)
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise TypeError("div: the divisor of a linear division must not be linear")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+defjvp(ew.div_p, lambda t, ans, x, y: div(t, y),
+       lambda t, ans, x, y: neg(mul(t, div(ans, y))))
+ew.div_p.def_transpose(_div_transpose)
+
+defjvp(ew.rem_p, lambda t, ans, x, y: t,
+       lambda t, ans, x, y: neg(mul(t, mul(sign(div(x, y)), floor(ew.abs(div(x, y)))))))
+
+
+def _pow_dx(t, ans, x, y):
+    # y * x ** (y - 1), and 0 where y == 0 (so x = 0, y = 0 does not give NaN)
+    scale = mul(y, ew.pow(x, sub(y, _c(y, 1))))
+    return mul(t, select(eq(y, _c(y, 0)), _zeros_like(scale), scale))
+
+
+def _pow_dy(t, ans, x, y):
+    # log(x) * x ** y, with log(0) replaced by 0: the derivative at a zero base is 0
+    is_zero = eq(x, _c(x, 0))
+    one = add(_zeros_like(x), _c(x, 1))
+    safe_x = select(is_zero, one, x)
+    return mul(t, mul(log(safe_x), ans))
+
+
+defjvp(ew.pow_p, _pow_dx, _pow_dy)
+
+
+def _minmax_jvp(pick):
+    """d max(x, y): the tangent of the larger operand; ties split the tangent in half."""
+
+    def dx(t, ans, x, y):
+        return mul(t, _weight(pick(x, y), eq(x, y), t))
+
+    def dy(t, ans, x, y):
+        return mul(t, _weight(pick(y, x), eq(x, y), t))
+
+    return dx, dy
+
+
+def _weight(wins, tie, like):
+    one, half, zero = _c(like, 1), _c(like, 0.5), _c(like, 0)
+    return select(wins, _full(wins, one), select(tie, _full(tie, half), _full(tie, zero)))
+
+
+def _full(shape_of, value):
+    from mytorch.lax.structural import broadcast_in_dim
+
+    shape = aval_of(shape_of).shape
+    return broadcast_in_dim(value, shape, ()) if shape else value
+
+
+defjvp(ew.max_p, *_minmax_jvp(gt))
+defjvp(ew.min_p, *_minmax_jvp(lt))
+
+
+def _atan2_denominator(x, y):
+    return add(square(x), square(y))
+
+
+defjvp(ew.atan2_p, lambda t, ans, x, y: mul(t, div(y, _atan2_denominator(x, y))),
+       lambda t, ans, x, y: neg(mul(t, div(x, _atan2_denominator(x, y)))))
+
+
+# ---- select_n, clamp, dtype conversion -------------------------------------------------
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    ans = select_n(which, *cases)
+    case_ts = tangents[1:]
+    if not dtypes.is_float(aval_of(ans).dtype) or all(type(t) is Zero for t in case_ts):
+        return ans, zero_out(ans)
+    return ans, select_n(which, *[instantiate(t) for t in case_ts])
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined(which):
+        raise TypeError("select_n: the selector cannot be linear")
+    zeros = _zeros_like(ct)
+    out = [None]
+    for i, case in enumerate(cases):
+        if not is_undefined(case):
+            out.append(None)
+            continue
+        picks = [zeros] * len(cases)
+        picks[i] = ct
+        out.append(select_n(which, *picks))
+    return out
+
+
+ew.select_n_p.def_jvp(_select_n_jvp)
+ew.select_n_p.def_transpose(_select_n_transpose)
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    t_lo, t_x, t_hi = tangents
+    ans = ew.clamp(lo, x, hi)
+    out_aval = aval_of(ans)
+    total = Zero(out_aval)
+    from mytorch.lax._ad import add_tangents, broadcast_to_aval
+
+    zeros = _zeros_like(ans)
+    if type(t_x) is not Zero:
+        inside = ew.bitwise_and(gt(x, lo), lt(x, hi))
+        total = add_tangents(total, select(inside, t_x, zeros))
+    if type(t_lo) is not Zero:
+        total = add_tangents(total, select(gt(lo, x), broadcast_to_aval(t_lo, out_aval), zeros))
+    if type(t_hi) is not Zero:
+        total = add_tangents(total, select(lt(hi, x), broadcast_to_aval(t_hi, out_aval), zeros))
+    return ans, total
+
+
+ew.clamp_p.def_jvp(_clamp_jvp)
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    ans = ew.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if type(t) is Zero or not dtypes.is_float(new_dtype):
+        return ans, zero_out(ans)
+    return ans, ew.convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    a = x.aval
+    return [ew.convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type)]
+
+
+ew.convert_element_type_p.def_jvp(_convert_jvp)
+ew.convert_element_type_p.def_transpose(_convert_transpose)
+
+__all__ = ["trigamma"]

@@ -1,0 +1,98 @@
+"""Forward mode: the JVP interpreter.
+
+A `JVPTracer` carries a primal value and a tangent of the parent trace (or a symbolic
+`Zero`). Each primitive runs its "jvp" rule with the parent trace current:
+
+    rule(primals, tangents, **params) -> (primal_out, tangent_out)
+
+with lists for primitives of several results; tangents may be `Zero`. A primitive whose
+tangents are all zero is bound on the primals alone, so stopped and unused values cost
+nothing, and results with a zero tangent leave the JVP trace (they are constants to it).
+"""
+
+from mytorch.core.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from mytorch.core.trace import Trace, Tracer, aval_of, new_trace, set_current_trace
+
+
+class JVPTracer(Tracer):
+    """A primal value together with its tangent."""
+
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, trace, primal, tangent):
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self):
+        return aval_of(self.primal)
+
+    def concrete_value(self):
+        primal = self.primal
+        if isinstance(primal, Tracer):
+            return primal.concrete_value()
+        return primal._host()
+
+
+class JVPTrace(Trace):
+    """The trace of one forward-mode differentiation."""
+
+    __slots__ = ()
+
+    def to_primal_tangent(self, x):
+        if isinstance(x, JVPTracer) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer) and not x._trace.alive:
+            from mytorch.core.trace import leaked_tracer_error
+
+            raise leaked_tracer_error(x)
+        return x, None
+
+    def process_primitive(self, prim, args, params):
+        primals, tangents, any_tangent = [], [], False
+        for x in args:
+            p, t = self.to_primal_tangent(x)
+            primals.append(p)
+            if t is None:
+                t = Zero.like(p)
+            else:
+                any_tangent = True
+            tangents.append(t)
+        custom = prim.rules.get("jvp_trace")  # call-like primitives handle their own
+        with set_current_trace(self.parent):
+            if custom is not None:
+                return custom(self, primals, tangents, params)
+            if not any_tangent:
+                out = prim.bind(*primals, **params)
+                return list(out) if prim.multiple_results else [out]
+            primal_out, tangent_out = prim.rule("jvp", "differentiation")(
+                primals, tangents, **params
+            )
+        if not prim.multiple_results:
+            return [self.wrap(primal_out, tangent_out)]
+        return [self.wrap(p, t) for p, t in zip(primal_out, tangent_out, strict=True)]
+
+    def wrap(self, primal, tangent):
+        """A tracer for (primal, tangent), or the bare primal when the tangent is zero."""
+        if type(tangent) is Zero or tangent is None:
+            return primal
+        return JVPTracer(self, primal, tangent)
+
+
+def jvp_flat(fun, primals, tangents, name="jvp"):
+    """Run `fun(*primals) -> list` under a new JVP trace; tangents may be `Zero`.
+
+    Returns (primal outputs, tangent outputs) where a tangent output may be `Zero`.
+    """
+    with new_trace(lambda parent: JVPTrace(parent, name)) as trace:
+        ins = [trace.wrap(p, t) for p, t in zip(primals, tangents, strict=True)]
+        outs = fun(*ins)
+        pairs = [trace.to_primal_tangent(x) for x in outs]
+    primals_out = [p for p, _ in pairs]
+    tangents_out = [Zero.like(p) if t is None else t for p, t in pairs]
+    return primals_out, tangents_out
+
+
+__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "Zero", "add_tangents", "instantiate",
+           "is_differentiable"]
