@@ -20,3 +20,5 @@ __version__ = "0.1.0"
 from mytorch.autodiff import (  # noqa: E402
     grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp,
 )
+from mytorch.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402
+from mytorch.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402

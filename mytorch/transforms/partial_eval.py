@@ -60,3 +60,58 @@ def linearize_flat(fun, primals, name="linearize"):
 
         check_jaxpr(linear)
     return primals_out, linear, zero_out
+
+
+def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
+    """Split `jaxpr` (no constvars) into a known and an unknown part.
+
+    Equations reading an unknown input are unknown; the rest are known. The unknown part
+    reads known values either as residuals (inputs of `jaxpr`, and results of equations
+    for which `saveable(primitive, *in_avals, **params)` is true) or by recomputing them
+    from residuals, which is how `checkpoint` trades memory for recomputation.
+
+    Returns (known, unknown, out_unknowns, num_res):
+      known:   Jaxpr known inputs -> known outputs + residuals
+      unknown: Jaxpr residuals + unknown inputs -> unknown outputs
+    """
+    from mytorch.core.jaxpr import Jaxpr, Var
+    from mytorch.transforms.dce import dce_jaxpr
+
+    unknown = {v for v, u in zip(jaxpr.invars, in_unknowns, strict=True) if u}
+    known_eqns, unknown_eqns, producer = [], [], {}
+    for eqn in jaxpr.eqns:
+        if any(type(v) is Var and v in unknown for v in eqn.invars):
+            unknown_eqns.append(eqn)
+            unknown.update(v for v in eqn.outvars if type(v) is Var)
+        else:
+            known_eqns.append(eqn)
+            producer.update((v, eqn) for v in eqn.outvars if type(v) is Var)
+    residuals, seen, recompute = [], set(), set()
+
+    def need(v):
+        if v in seen:
+            return
+        seen.add(v)
+        eqn = producer.get(v)
+        if eqn is None or saveable(eqn.primitive, *[w.aval for w in eqn.invars], **eqn.params):
+            residuals.append(v)
+            return
+        recompute.add(id(eqn))
+        for w in eqn.invars:
+            if type(w) is Var:
+                need(w)
+
+    for eqn in unknown_eqns:
+        for w in eqn.invars:
+            if type(w) is Var and w not in unknown:
+                need(w)
+    out_unknowns = [type(v) is Var and v in unknown for v in jaxpr.outvars]
+    known_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+    unknown_in = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
+    known_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    known = dce_jaxpr(Jaxpr([], known_in, known_eqns, known_out + residuals, jaxpr.debug_name))
+    unknown_ids = {id(e) for e in unknown_eqns}
+    staged_eqns = [e for e in jaxpr.eqns if id(e) in recompute or id(e) in unknown_ids]
+    unknown_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
+    staged = Jaxpr([], residuals + unknown_in, staged_eqns, unknown_out, jaxpr.debug_name)
+    return known, staged, out_unknowns, len(residuals)

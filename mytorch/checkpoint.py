@@ -1,0 +1,156 @@
+"""`checkpoint` (remat): recompute a function's intermediates in the backward pass instead
+of keeping them.
+
+    layer = mt.checkpoint(layer)                                 # save nothing
+    layer = mt.checkpoint(layer, policy=mt.checkpoint_policies.dots_saveable)
+
+Under a transformation the function becomes a `checkpoint` equation carrying its jaxpr.
+Its JVP is another checkpoint (of the JVP jaxpr). When linearize partially evaluates it,
+`partial_eval_jaxpr` keeps as residuals only the block's inputs and what the policy
+saves; the staged (tangent) equation recomputes everything else from them, and its
+transpose runs that recomputation inside the backward pass.
+"""
+
+import functools
+
+from mytorch.core import tree_util
+from mytorch.core.ad_util import Zero, instantiate, is_differentiable
+from mytorch.core.jaxpr import eval_jaxpr
+from mytorch.core.primitive import Primitive
+from mytorch.core.staging import StagingTrace
+from mytorch.core.trace import EvalTrace, aval_of, current_trace, set_current_trace
+from mytorch.lax._utils import asarray
+from mytorch.transforms.closure import trace_closed_over
+from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.partial_eval import partial_eval_jaxpr
+from mytorch.transforms.transpose import backward_pass
+
+__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+
+
+class checkpoint_policies:
+    """Which intermediates a checkpointed block may keep: policy(prim, *avals, **params)."""
+
+    @staticmethod
+    def nothing_saveable(prim, *avals, **params):
+        return False
+
+    @staticmethod
+    def everything_saveable(prim, *avals, **params):
+        return True
+
+    @staticmethod
+    def dots_saveable(prim, *avals, **params):
+        return prim.name in ("dot_general", "conv_general_dilated")
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *avals, **params):
+        if prim.name != "dot_general":
+            return False
+        (_, _), (lhs_batch, _) = params["dimension_numbers"]
+        return not lhs_batch
+
+
+def checkpoint(fun, *, policy=None, prevent_cse=True, static_argnums=()):
+    """`fun` whose intermediates are recomputed in reverse mode rather than stored.
+
+    policy: which intermediates may be saved (default: none; see checkpoint_policies).
+    static_argnums: positional arguments passed through as Python values.
+    """
+    policy = policy or checkpoint_policies.nothing_saveable
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+
+    @functools.wraps(fun)
+    def remat_fun(*args, **kwargs):
+        if type(current_trace()) is EvalTrace:
+            return fun(*args, **kwargs)
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
+        leaves = [asarray(x) for x in leaves]
+        store = {}
+
+        def flat(*xs):
+            d, kw = tree_util.tree_unflatten(in_tree, xs)
+            it = iter(d)
+            full = [a if i in static else next(it) for i, a in enumerate(args)]
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(fun(*full, **kw))
+            return [asarray(x) for x in out_leaves]
+
+        name = getattr(fun, "__name__", "checkpoint")
+        jaxpr, consts = trace_closed_over(flat, [aval_of(x) for x in leaves], name)
+        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, policy=policy,
+                                 prevent_cse=prevent_cse)
+        return tree_util.tree_unflatten(store["out_tree"], outs)
+
+    return remat_fun
+
+
+remat = checkpoint
+
+checkpoint_p = Primitive("checkpoint", multiple_results=True, kind="call")
+
+
+@checkpoint_p.def_abstract_eval
+def _checkpoint_abstract_eval(*avals, jaxpr, policy, prevent_cse):
+    return jaxpr.out_avals
+
+
+@checkpoint_p.def_impl
+def _checkpoint_impl(*args, jaxpr, policy, prevent_cse):
+    return eval_jaxpr(jaxpr, [], *args)
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
+    nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
+               for p, t in zip(primals, tangents)]
+    n_out = len(jaxpr.outvars)
+
+    def jvp_fun(*xs):
+        ps = xs[:len(primals)]
+        ts_in = iter(xs[len(primals):])
+        ts = [next(ts_in) if nz else Zero(aval_of(p)) for p, nz in zip(ps, nonzero)]
+        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(ps), ts)
+        return [*outs, *[instantiate(t) for t in t_outs]]
+
+    avals = [aval_of(p) for p in primals]
+    t_avals = [a for a, nz in zip(avals, nonzero) if nz]
+    jvp_jaxpr, consts = trace_closed_over(jvp_fun, [*avals, *t_avals], "checkpoint_jvp")
+    ts = [t for t, nz in zip(tangents, nonzero) if nz]
+    outs = checkpoint_p.bind(*consts, *primals, *ts, jaxpr=jvp_jaxpr, policy=policy,
+                             prevent_cse=prevent_cse)
+    return outs[:n_out], outs[n_out:]
+
+
+def _checkpoint_partial_eval(trace, args, params):
+    jaxpr, policy = params["jaxpr"], params["policy"]
+    unknowns = [trace.is_unknown(x) for x in args]
+    if not any(unknowns):
+        with set_current_trace(trace.parent):
+            return checkpoint_p.bind(*args, **params)
+    known, staged, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns, policy)
+    known_args = [x for x, u in zip(args, unknowns) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = checkpoint_p.bind(*known_args, **dict(params, jaxpr=known))
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_args = [x for x, u in zip(args, unknowns) if u]
+    staged_outs = StagingTrace.process_primitive(
+        trace, checkpoint_p, [*residuals, *unknown_args], dict(params, jaxpr=staged))
+    known_it, staged_it = iter(known_outs[:n_known]), iter(staged_outs)
+    return [next(staged_it) if u else next(known_it) for u in out_unknowns]
+
+
+def _checkpoint_transpose(cts, *args, jaxpr, policy, prevent_cse):
+    from mytorch.core.ad_util import is_undefined
+
+    linear = [is_undefined(a) for a in args]
+    values = [None if lin else a for a, lin in zip(args, linear)]
+    cts_in = backward_pass(jaxpr, [], linear, values, cts)
+    return [ct if lin else None for ct, lin in zip(cts_in, linear)]
+
+
+checkpoint_p.def_jvp(_checkpoint_jvp)
+checkpoint_p.def_rule("partial_eval", _checkpoint_partial_eval)
+checkpoint_p.def_transpose(_checkpoint_transpose)
