@@ -160,8 +160,9 @@ def test_binary_matches_numpy(name, ref, dts, data):
         np.testing.assert_array_equal(np.asarray(out), expected.astype(out.dtype))
     else:
         assert out.dtype == dtype
-        assert_close(out, expected.astype(dtype).astype(np.float64) if dtype != np.float32
-                     else expected)
+        # rounded to the operand dtype first: results beyond its range are inf in both
+        with np.errstate(over="ignore"):
+            assert_close(out, expected.astype(dtype).astype(np.float64))
 
 
 def test_integer_division_by_zero_gives_zero_not_an_exception():
