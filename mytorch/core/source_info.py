@@ -1,7 +1,9 @@
 """Which line of the user's code is running: recorded on every jaxpr equation."""
 
+import contextlib
 import os
 import sys
+import threading
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _SKIP_PREFIXES = (_PKG_DIR, os.path.join(os.path.dirname(os.__file__), "contextlib.py"))
@@ -22,8 +24,30 @@ class SourceInfo:
         return f"SourceInfo({self.filename!r}, {self.lineno}, {self.function!r})"
 
 
+class _Override(threading.local):
+    info = None
+
+
+_override = _Override()
+
+
+@contextlib.contextmanager
+def source_override(info):
+    """Attribute work done inside the block to `info` (e.g. a backward pass to the
+    forward equation it differentiates), so errors and equations point at that line."""
+    prev = _override.info
+    _override.info = info if info is not None else prev
+    try:
+        yield
+    finally:
+        _override.info = prev
+
+
 def user_frame():
-    """The innermost stack frame outside the mytorch package, as a SourceInfo (or None)."""
+    """The innermost stack frame outside the mytorch package, as a SourceInfo (or None);
+    inside `source_override(info)`, `info`."""
+    if _override.info is not None:
+        return _override.info
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename

@@ -15,6 +15,7 @@ current trace, so the backward pass is itself differentiable.
 
 from mytorch.core.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
 from mytorch.core.jaxpr import Literal, Var
+from mytorch.core.source_info import source_override
 
 
 def backward_pass(jaxpr, consts, linear_in, args, cts_out):
@@ -82,7 +83,8 @@ def backward_pass(jaxpr, consts, linear_in, args, cts_out):
         else:
             ct_arg = instantiate(out_cts[0])
         rule = prim.rule("transpose", "reverse-mode differentiation")
-        cts_in = rule(ct_arg, *args_in, **eqn.params)
+        with source_override(eqn.source_info):  # backward work points at the forward line
+            cts_in = rule(ct_arg, *args_in, **eqn.params)
         for v, ct in zip(eqn.invars, cts_in, strict=True):
             write_ct(v, ct)
 

@@ -1,0 +1,43 @@
+"""debug_nans points at the user's line where a NaN first appears, forward and backward."""
+
+import pytest
+
+import mytorch as mt
+import mytorch.numpy as mnp
+
+
+@pytest.fixture
+def debug_nans():
+    mt.config.update("debug_nans", True)
+    try:
+        yield
+    finally:
+        mt.config.update("debug_nans", False)
+
+
+def _log_where(x):
+    y = mnp.where(x > 0, mnp.log(x), 0.0)  # NAN-LINE: the where trap
+    return y.sum()
+
+
+def _line_of(marker):
+    import inspect
+
+    src, start = inspect.getsourcelines(_log_where)
+    return start + next(i for i, line in enumerate(src) if marker in line)
+
+
+def test_forward_nan_names_primitive_and_line(debug_nans):
+    with pytest.raises(FloatingPointError, match=r"log produced a NaN .*test_debug_nans.py:\d+"):
+        mnp.log(mnp.array([-1.0, 2.0]))
+
+
+def test_backward_nan_points_at_forward_line(debug_nans):
+    with pytest.raises(FloatingPointError) as info:
+        mt.grad(_log_where)(mnp.array([0.0, 1.0]))
+    assert f"test_debug_nans.py:{_line_of('NAN-LINE')}" in str(info.value)
+
+
+def test_no_check_without_the_flag():
+    g = mt.grad(_log_where)(mnp.array([0.0, 1.0]))
+    assert mnp.isnan(g[0]) and float(g[1]) == 1.0
