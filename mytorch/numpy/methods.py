@@ -24,6 +24,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array, from_numpy, install_methods
 from mytorch.lax import elementwise as _ew
 from mytorch.numpy import manipulation as _manip
+from mytorch.numpy._manip_util import _is_int
 
 __all__ = []
 
@@ -206,7 +207,7 @@ def _reshape(self, *shape, order="C", **kwargs):
         if shape:
             raise TypeError("reshape: give the shape positionally or as shape=, not both")
         shape = kwargs.pop("shape")
-    elif len(shape) == 1 and not _manip._is_int(shape[0]):
+    elif len(shape) == 1 and not _is_int(shape[0]):
         shape = shape[0]
     if set(kwargs) - {"copy"}:
         raise TypeError(f"reshape: unexpected keyword arguments {sorted(kwargs)}")
@@ -217,7 +218,7 @@ def _transpose(self, *axes):
     """`x.transpose()`, `x.transpose(1, 0)` or `x.transpose((1, 0))`."""
     if not axes or (len(axes) == 1 and axes[0] is None):
         return _manip.transpose(self)
-    if len(axes) == 1 and not _manip._is_int(axes[0]):
+    if len(axes) == 1 and not _is_int(axes[0]):
         axes = axes[0]
     return _manip.transpose(self, axes)
 

@@ -7,18 +7,26 @@ accumulate in float32; mean/var/std/quantile of integers give the default float.
 
     sum(f32[3,4], axis=1) -> f32[3]        mean(i8[3,4]) -> f32[]
     argmax(f32[3,4], axis=0) -> i32[4]     quantile(f32[5], q=f32[2]) -> f32[2]
+
+The statistics (mean, var, std, average, median, quantile, percentile and their nan*
+versions) live in statistics.py and are re-exported here; the shared helpers are in
+_reduce_util.py.
 """
 
-import builtins
 import math
 import operator
 
-import numpy as np
-
 from mytorch import lax
 from mytorch.core import dtypes
-from mytorch.core.array import Array, scalar_array
-from mytorch.numpy._promote import asarray_any, promote_dtypes
+from mytorch.numpy._promote import promote_dtypes
+from mytorch.numpy._reduce_util import (
+    _any, _arr, _axes, _axis1, _bcast, _cast, _full, _identity, _inexact, _int_promote, _isnan,
+    _keep, _mask, _no_out, _ravel, _select, _slice_axis, _user_dtype, _with_initial,
+)
+from mytorch.numpy.statistics import (
+    average, mean, median, nanmean, nanmedian, nanpercentile, nanquantile, nanstd, nanvar,
+    percentile, quantile, std, var,
+)
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin",
@@ -27,143 +35,6 @@ __all__ = [
     "nanstd", "nanmax", "nanmin", "nanargmax", "nanargmin", "cumsum", "cumprod", "nancumsum",
     "nancumprod", "cumulative_sum", "cumulative_prod", "diff", "ediff1d", "trapezoid",
 ]
-
-_max, _any = builtins.max, builtins.any  # `max` and `any` are redefined below
-
-
-# ---- shared helpers ----------------------------------------------------------------------
-def _arr(a):
-    return asarray_any(a)
-
-
-def _no_out(name, out):
-    if out is not None:
-        raise ValueError(f"{name}: out= is not supported: mytorch arrays are immutable; "
-                         "use the returned array")
-
-
-def _axes(name, x, axis):
-    """`axis` (None, an int or a tuple of ints, negatives allowed) as sorted axes of x."""
-    if axis is None:
-        return tuple(range(x.ndim))
-    items = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
-    out = []
-    for a in items:
-        if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise TypeError(f"{name}: axis must be None, an int or a tuple of ints, got "
-                            f"{axis!r}")
-        a = int(a)
-        if x.ndim == 0 and a in (0, -1):
-            continue  # a 0-d array reduces over "axis 0" to itself (NumPy's ufunc rule)
-        if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"{name}: axis {a} is out of bounds for {x.aval.str_short()} "
-                             f"(rank {x.ndim})")
-        out.append(a % x.ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name}: axis {axis!r} repeats an axis of {x.aval.str_short()}")
-    return tuple(sorted(out))
-
-
-def _axis1(name, x, axis):
-    """A single axis (int, negatives allowed) of x, as a non-negative int."""
-    if isinstance(axis, (tuple, list)):
-        raise TypeError(f"{name}: axis must be an int here, got {axis!r}")
-    return _axes(name, x, axis)[0]
-
-
-def _keep(out, shape, axes, keepdims):
-    """`out` (the reduction of an array of `shape` over `axes`) with size-1 axes restored."""
-    if not keepdims:
-        return out
-    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
-
-
-def _cast(x, dtype, weak=None):
-    weak = x.weak_type if weak is None else weak
-    if x.dtype == dtype and x.weak_type == weak:
-        return x
-    return lax.convert_element_type(x, dtype, weak_type=weak)
-
-
-def _full(shape, value, dtype, weak=False):
-    """An array of `shape` filled with the Python scalar `value`."""
-    c = scalar_array(value, dtype)
-    if weak:
-        c = lax.convert_element_type(c, dtype, weak_type=True)
-    return lax.broadcast_in_dim(c, tuple(shape), ())
-
-
-def _bcast(x, shape):
-    """x broadcast to `shape` by NumPy's rules (x's shape must be compatible)."""
-    from mytorch.numpy._promote import broadcast_shapes, broadcast_to_shape
-
-    if broadcast_shapes("broadcast", x.shape, shape) != tuple(shape):
-        raise ValueError(f"cannot broadcast {x.aval.str_short()} to shape {tuple(shape)}")
-    return broadcast_to_shape(x, tuple(shape))
-
-
-def _select(mask, x, value):
-    """x where `mask` (bool, x's shape) else the scalar `value`."""
-    return lax.select_n(mask, _full(x.shape, value, x.dtype, x.weak_type), x)
-
-
-def _isnan(x):
-    return lax.ne(x, x)
-
-
-def _mask(name, where, x):
-    """where= as a bool array of x's shape."""
-    w = _arr(where)
-    if not dtypes.is_bool(w.dtype):
-        raise TypeError(f"{name}: where= must be a bool array, got {w.aval.str_short()}")
-    try:
-        return _bcast(w, x.shape)
-    except (ValueError, TypeError):
-        raise ValueError(f"{name}: where= of shape {w.aval.str_short()} does not broadcast "
-                         f"to the operand's shape {x.aval.str_short()}") from None
-
-
-def _int_promote(dtype):
-    """JAX's integer promotion for sums and products: bool and narrow ints widen."""
-    if dtypes.is_bool(dtype):
-        return dtypes.default_int()
-    if dtypes.is_int(dtype) and dtype.itemsize < dtypes.default_int().itemsize:
-        return dtypes.canonicalize(np.uint64 if dtypes.is_unsigned_int(dtype) else np.int64)
-    return dtype
-
-
-def _upcast_f16(dtype):
-    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
-
-
-def _inexact(dtype):
-    return dtype if dtypes.is_float(dtype) else dtypes.default_float()
-
-
-def _user_dtype(dtype):
-    return None if dtype is None else dtypes.canonicalize(dtype, explicit=True)
-
-
-def _identity(dtype, largest):
-    if dtypes.is_bool(dtype):
-        return bool(largest)
-    if dtypes.is_int(dtype):
-        info = dtypes.iinfo(dtype)
-        return int(info.max if largest else info.min)
-    return math.inf if largest else -math.inf
-
-
-def _ravel(x):
-    return lax.reshape(x, (x.size,)) if x.ndim != 1 else x
-
-
-def _with_initial(name, out, initial, combine):
-    if initial is None:
-        return out
-    init = _arr(initial)
-    if init.ndim:
-        raise ValueError(f"{name}: initial= must be a scalar, got {init.aval.str_short()}")
-    return combine(out, _cast(init, out.dtype, out.weak_type))
 
 
 # ---- sum, prod, max, min, all, any -------------------------------------------------------
@@ -339,165 +210,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
     return _arg("argmin", a, axis, out, keepdims, False)
 
 
-# ---- mean, var, std, average -------------------------------------------------------------
-def _count(name, x, axes, where, dtype):
-    """How many elements each reduction sees: a Python int without `where`."""
-    if where is None:
-        return math.prod(x.shape[i] for i in axes)
-    m = _cast(_mask(name, where, x), dtype, False)
-    return lax.reduce_sum(m, axes)
-
-
-def _mean_parts(name, x, axes, where, cdt):
-    """(sum, count) of x (cast to cdt) over axes, masked by `where`."""
-    xc = _cast(x, cdt)
-    if where is not None:
-        xc = _select(_mask(name, where, xc), xc, 0)
-    return lax.reduce_sum(xc, axes), _count(name, xc, axes, where, cdt)
-
-
-def _div(num, den):
-    return lax.div(num, float(den) if isinstance(den, (int, float)) else den)
-
-
-def _unreduce(r, shape, axes):
-    """The reduction `r` (over `axes` of `shape`) broadcast back to `shape`."""
-    return lax.broadcast_in_dim(r, shape, tuple(i for i in range(len(shape)) if i not in axes))
-
-
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean over `axis`: integers give the default float; NaN over empty axes.
-
-    Args:
-      a: an array-like.
-      axis: None, an int or a tuple of ints.
-      dtype: the result dtype (float16/bfloat16 accumulate in float32).
-      where: a bool array broadcastable to `a`: only those elements are averaged.
-    """
-    _no_out("mean", out)
-    x = _arr(a)
-    axes = _axes("mean", x, axis)
-    dt = _user_dtype(dtype) or _inexact(x.dtype)
-    s, n = _mean_parts("mean", x, axes, where, _upcast_f16(_inexact(dt)))
-    res = _cast(_div(s, n), dt, x.weak_type and dtype is None)
-    return _keep(res, x.shape, axes, keepdims)
-
-
-def _var(name, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, nan):
-    _no_out(name, out)
-    if correction is not None:
-        if ddof != 0:
-            raise ValueError(f"{name}: ddof and correction can't be provided simultaneously")
-        ddof = correction
-    x = _arr(a)
-    axes = _axes(name, x, axis)
-    dt = _user_dtype(dtype) or _inexact(x.dtype)
-    cdt = _upcast_f16(_inexact(dt))
-    xc = _cast(x, cdt)
-    if nan:
-        where = _nan_where(name, xc, where)
-    s, n = _mean_parts(name, xc, axes, where, cdt)
-    if mean_ is None:
-        mu = _unreduce(_div(s, n), x.shape, axes)
-    else:
-        mu = _bcast(_cast(_arr(mean_), cdt), x.shape)
-    d = lax.sub(xc, mu)
-    sq = lax.mul(d, d)
-    if where is not None:
-        sq = _select(_mask(name, where, sq), sq, 0)
-    if isinstance(n, int):
-        dof = _max(n - ddof, 0)
-    else:
-        dof = lax.max(lax.sub(n, float(ddof)), _full(n.shape, 0, cdt))
-    res = _div(lax.reduce_sum(sq, axes), dof)
-    if nan and dtypes.is_float(x.dtype):  # NumPy's nanvar: NaN where no degrees of freedom
-        res = _select(lax.gt(dof, _full(dof.shape, 0, cdt)), res, math.nan)
-    res = _cast(res, dt, x.weak_type and dtype is None)
-    return _keep(res, x.shape, axes, keepdims)
-
-
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None):
-    """Variance `sum((a - mean)**2) / (N - ddof)` over `axis`; integers give the default float.
-
-    Args:
-      a: an array-like.
-      axis: None, an int or a tuple of ints.
-      ddof: delta degrees of freedom (`correction` is the Array API's name for it).
-      where: a bool array broadcastable to `a`: only those elements take part.
-      mean: a precomputed mean with keepdims=True shape.
-
-    Returns:
-      The variance; NaN (or inf) where N - ddof <= 0.
-    """
-    return _var("var", a, axis, dtype, out, ddof, keepdims, where, mean, correction, False)
-
-
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
-        correction=None):
-    """Standard deviation, `sqrt(var(...))`; arguments as `var`."""
-    v = _var("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction, False)
-    return _sqrt(v)
-
-
-def _sqrt(v):
-    if dtypes.is_float(v.dtype):
-        return lax.sqrt(v)
-    return _cast(lax.sqrt(_cast(v, dtypes.default_float())), v.dtype)
-
-
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Weighted average `sum(a * w) / sum(w)` over `axis` (`mean` when `weights` is None).
-
-    Args:
-      a: an array-like.
-      weights: `a`'s shape, or 1-D with the length of the single `axis`.
-      returned: also return the sum of the weights (broadcast to the result's shape).
-
-    Returns:
-      The average (a float dtype), or (average, sum of weights) if `returned`. Weights that
-      sum to zero give NaN/inf (NumPy raises ZeroDivisionError).
-    """
-    x = _arr(a)
-    if weights is None:
-        avg = mean(x, axis=axis, keepdims=keepdims)
-        if not returned:
-            return avg
-        axes = _axes("average", x, axis)
-        n = math.prod(x.shape[i] for i in axes)
-        return avg, _full(avg.shape, n, avg.dtype)
-    w = _arr(weights)
-    x, w = promote_dtypes("average", x, w)
-    dt = _inexact(x.dtype)
-    x, w = _cast(x, dt), _cast(w, dt)
-    axes = _axes("average", x, axis)
-    if w.shape != x.shape:
-        if axis is None:
-            raise TypeError("average: axis must be specified when the shapes of a "
-                            f"({x.aval.str_short()}) and weights ({w.aval.str_short()}) differ")
-        if w.ndim != 1 or len(axes) != 1 or w.shape[0] != x.shape[axes[0]]:
-            raise ValueError(f"average: weights of shape {w.aval.str_short()} must be "
-                             f"consistent with a ({x.aval.str_short()}) along axis {axis}")
-        shape = tuple(w.shape[0] if i == axes[0] else 1 for i in range(x.ndim))
-        w = _bcast(lax.reshape(w, shape), x.shape)
-    cdt = _upcast_f16(dt)
-    wsum = lax.reduce_sum(_cast(w, cdt), axes)
-    avg = _cast(_div(lax.reduce_sum(lax.mul(_cast(x, cdt), _cast(w, cdt)), axes), wsum), dt)
-    avg = _keep(avg, x.shape, axes, keepdims)
-    if returned:
-        return avg, _bcast(_keep(_cast(wsum, dt), x.shape, axes, keepdims), avg.shape)
-    return avg
-
-
 # ---- nan-ignoring reductions -------------------------------------------------------------
-def _nan_where(name, x, where):
-    """where= combined with "not NaN" (None for non-float x without where)."""
-    if not dtypes.is_float(x.dtype):
-        return where
-    ok = lax.bitwise_not(_isnan(x))
-    return ok if where is None else lax.bitwise_and(ok, _mask(name, where, x))
-
-
 def _nan_fill(x, value):
     return _select(lax.bitwise_not(_isnan(x)), x, value) if dtypes.is_float(x.dtype) else x
 
@@ -510,25 +223,6 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product treating NaN as one; as `prod` otherwise."""
     return prod(_nan_fill(_arr(a), 1), axis, dtype, out, keepdims, initial, where)
-
-
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Mean of the non-NaN elements (NaN where there are none)."""
-    x = _arr(a)
-    return mean(x, axis, dtype, out, keepdims, where=_nan_where("nanmean", x, where))
-
-
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-           mean=None, correction=None):
-    """Variance of the non-NaN elements; arguments as `var`."""
-    return _var("nanvar", a, axis, dtype, out, ddof, keepdims, where, mean, correction, True)
-
-
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-           mean=None, correction=None):
-    """Standard deviation of the non-NaN elements; arguments as `var`."""
-    return _sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                        correction=correction))
 
 
 def _nanminmax(name, a, axis, out, keepdims, initial, where, largest):
@@ -651,12 +345,6 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 
 
 # ---- differences and integration ---------------------------------------------------------
-def _slice_axis(x, axis, start, stop):
-    starts = tuple(start if i == axis else 0 for i in range(x.ndim))
-    stops = tuple(stop if i == axis else d for i, d in enumerate(x.shape))
-    return lax.slice(x, starts, stops)
-
-
 def _edge(v, x, axis):
     """A prepend/append value for diff: a scalar broadcasts to x's shape with axis size 1."""
     v = _arr(v)
@@ -753,205 +441,3 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     elif d.ndim == 0:
         d = lax.broadcast_in_dim(d, mid.shape, ())
     return lax.mul(sum(lax.mul(d, mid), axis=ax), 0.5)
-
-
-# ---- order statistics: median, quantile, percentile --------------------------------------
-_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
-
-
-def _rows(name, x, axis):
-    """x with the `axis` axes moved last and flattened: (B, n), plus shape bookkeeping."""
-    axes = _axes(name, x, axis)
-    rest = tuple(i for i in range(x.ndim) if i not in axes)
-    if rest + axes != tuple(range(x.ndim)):
-        x2 = lax.transpose(x, rest + axes)
-    else:
-        x2 = x
-    n = math.prod(x.shape[i] for i in axes)
-    batch = tuple(x.shape[i] for i in rest)
-    keep = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    return lax.reshape(x2, (math.prod(batch), n)), batch, keep
-
-
-def _static_indices(q, n, method):
-    """NumPy's (float64) index arithmetic for constant quantiles: (lo, hi, gamma)."""
-    virtual = (n - 1) * q
-    if method == "lower":
-        lo = np.floor(virtual)
-    elif method == "higher":
-        lo = np.ceil(virtual)
-    elif method == "nearest":
-        lo = np.around(virtual)
-    else:
-        lo = np.floor(virtual)
-    lo = np.clip(lo, 0, _max(n - 1, 0)).astype(np.int32)
-    hi = np.minimum(lo + 1, _max(n - 1, 0)).astype(np.int32)
-    gamma = virtual - lo
-    if method == "midpoint":
-        gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
-    return lo, hi, gamma
-
-
-def _traced_indices(q, nv, method):
-    """(lo, hi, gamma) computed with lax: q (K, 1) and nv (1, B) or a Python int."""
-    one, zero = _full((), 1, q.dtype), _full((), 0, q.dtype)
-    if isinstance(nv, int):
-        nv = _full((1, 1), nv, q.dtype)
-    shape = (q.shape[0], _max(q.shape[1], nv.shape[1]))
-    top = lax.max(lax.sub(_bcast(nv, shape), one), zero)
-    virtual = lax.mul(_bcast(q, shape), top)
-    lo = lax.floor(virtual)
-    if method == "higher":
-        lo = lax.ceil(virtual)
-    elif method == "nearest":
-        lo = lax.round(virtual, 1)  # halves to even, as NumPy's around
-    lo = lax.clamp(zero, lo, top)
-    hi = lax.min(lax.add(lo, one), top)
-    gamma = lax.sub(virtual, lo)
-    if method == "midpoint":
-        whole = lax.eq(virtual, lax.floor(virtual))
-        gamma = lax.select_n(whole, _full(shape, 0.5, q.dtype), _full(shape, 0, q.dtype))
-    return _cast(lo, dtypes.int32, False), _cast(hi, dtypes.int32, False), gamma
-
-
-def _take_rows(s, idx):
-    """s[b, idx[k, b]] for s (B, n) and int idx (K, B): a (K, B) array."""
-    from mytorch.numpy.indexing import take_along_axis
-
-    return lax.transpose(take_along_axis(s, lax.transpose(idx, (1, 0)), 1, mode="clip"),
-                         (1, 0))
-
-
-def _take_static(s, idx):
-    """s[:, idx].T for s (B, n) and a NumPy int vector idx (K,): a (K, B) array."""
-    nb = s.shape[0]
-    cols = [lax.slice(s, (0, int(i)), (nb, int(i) + 1)) for i in idx]
-    return lax.transpose(cols[0] if len(cols) == 1 else lax.concatenate(cols, 1), (1, 0))
-
-
-def _q_values(name, q, scale, cdt):
-    """(shape of q, q / scale as float64 NumPy values when q is a constant else None,
-    q / scale as a (K, 1) array of cdt when q is an Array else None)."""
-    if isinstance(q, Array):
-        qv = _cast(q, cdt, False)
-        if qv.ndim > 1:
-            raise ValueError(f"{name}: q must be a scalar or 1-D, got {qv.aval.str_short()}")
-        shape, qv = qv.shape, lax.reshape(qv, (qv.size, 1))
-        return shape, None, qv if scale == 1 else lax.div(qv, _full((), scale, cdt))
-    static = np.asarray(q, dtype=np.float64)
-    if static.ndim > 1:
-        raise ValueError(f"{name}: q must be a scalar or 1-D, got shape {static.shape}")
-    if not np.all((static >= 0) & (static <= scale)):
-        what = "percentiles" if scale == 100 else "quantiles"
-        raise ValueError(f"{name}: {what} must be in the range [0, {scale}], got {q!r}")
-    return static.shape, static.reshape(-1) / scale, None
-
-
-def _quantile(name, a, q, axis, method, keepdims, nan, scale):
-    if method not in _METHODS and method != "median":
-        raise ValueError(f"{name}: method must be one of {', '.join(_METHODS)}, got "
-                         f"{method!r}")
-    x = _arr(a)
-    dt = _inexact(x.dtype)
-    cdt = _upcast_f16(dt)
-    s, batch, keep = _rows(name, _cast(x, cdt, False), axis)
-    q_shape, static, qv = _q_values(name, q, scale, cdt)
-    out_shape = (math.prod(q_shape), s.shape[0])
-    if 0 in s.shape or 0 in out_shape:
-        res = _full(out_shape, math.nan, cdt)
-    else:
-        res = _sorted_quantiles(lax.sort(s, dimension=1), static, qv, method, nan, out_shape)
-    return lax.reshape(_cast(res, dt, False), q_shape + (keep if keepdims else batch))
-
-
-def _sorted_quantiles(s, static, qv, method, nan, out_shape):
-    """Quantiles (K, B) of the rows of the sorted s (B, n): NaN rows (or, for the nan*
-    functions, rows without numbers) give NaN."""
-    (k, nb), n, cdt = out_shape, s.shape[1], s.dtype
-    if nan:
-        valid = _cast(lax.bitwise_not(_isnan(s)), cdt, False)
-        nv = lax.reshape(lax.reduce_sum(valid, (1,)), (1, nb))
-    if static is not None and not nan:  # constant positions: slices, no gathers
-        lo, hi, gamma = _static_indices(static, n, method)
-        take = _take_static
-        gamma = _bcast(_arr(gamma.reshape(k, 1).astype(cdt)), out_shape)
-    else:
-        if static is not None:
-            qv = _arr(static.reshape(k, 1).astype(cdt))
-        idx = _traced_indices(qv, nv if nan else n, method)
-        lo, hi, gamma = (_bcast(v, out_shape) for v in idx)
-        take = _take_rows
-    res = take(s, lo)
-    if method not in ("lower", "higher", "nearest"):
-        res = _interpolate(res, take(s, hi), gamma, method)
-    if nan:
-        bad = lax.eq(_bcast(nv, out_shape), _full((), 0, cdt))
-    else:  # NaNs sort last: a NaN anywhere in a row makes its quantiles NaN (as NumPy)
-        bad = _bcast(_isnan(lax.reshape(lax.slice(s, (0, n - 1), (nb, n)), (1, nb))), out_shape)
-    return _select(lax.bitwise_not(bad), res, math.nan)
-
-
-def _interpolate(a, b, t, method):
-    if method == "median":  # NumPy's median: the mean of the two middle values
-        mid = lax.mul(lax.add(a, b), 0.5)
-        return lax.select_n(lax.eq(t, _full((), 0, t.dtype)), mid, a)
-    d = lax.sub(b, a)  # NumPy's _lerp, exact at both ends
-    up = lax.sub(b, lax.mul(d, lax.sub(_full((), 1, t.dtype), t)))
-    down = lax.add(a, lax.mul(d, t))
-    return lax.select_n(lax.ge(t, _full((), 0.5, t.dtype)), down, up)
-
-
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False):
-    """The `q`-th quantiles of `a` over `axis`, by sorting (a float dtype).
-
-    Args:
-      a: an array-like.
-      q: a scalar or 1-D array of quantiles in [0, 1] (checked when q is a constant).
-      axis: None (flattened), an int or a tuple of ints.
-      method: "linear" (default), "lower", "higher", "nearest" (halves to even) or
-        "midpoint": NumPy's definitions.
-      keepdims: keep the reduced axes with size 1.
-
-    Returns:
-      An array of shape `q.shape + reduced shape`; NaN where a slice holds a NaN or is
-      empty.
-
-    >>> quantile(np.arange(5.0, dtype=np.float32), 0.5)
-    Array(2., dtype=float32)
-    """
-    _no_out("quantile", out)
-    return _quantile("quantile", a, q, axis, method, keepdims, False, 1)
-
-
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False):
-    """`quantile(a, q / 100, ...)`: q in [0, 100]."""
-    _no_out("percentile", out)
-    return _quantile("percentile", a, q, axis, method, keepdims, False, 100)
-
-
-def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """The median over `axis` (the mean of the two middle values for even lengths)."""
-    _no_out("median", out)
-    return _quantile("median", a, 0.5, axis, "median", keepdims, False, 1)
-
-
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False):
-    """`quantile` ignoring NaNs (NaN for all-NaN slices)."""
-    _no_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, method, keepdims, True, 1)
-
-
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False):
-    """`percentile` ignoring NaNs."""
-    _no_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, method, keepdims, True, 100)
-
-
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """`median` ignoring NaNs (NaN for all-NaN slices)."""
-    _no_out("nanmedian", out)
-    return _quantile("nanmedian", a, 0.5, axis, "median", keepdims, True, 1)

@@ -22,7 +22,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array
 from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy._promote import broadcast_shapes, promote_dtypes
-from mytorch.numpy.reductions import (
+from mytorch.numpy._reduce_util import (
     _arr, _axes, _bcast, _cast, _full, _isnan, _ravel, _select, _slice_axis,
 )
 

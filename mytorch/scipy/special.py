@@ -15,7 +15,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.numpy._promote import promote_args_inexact
-from mytorch.numpy.reductions import _axes, _bcast, _cast, _full, _isnan, _keep, _mask
+from mytorch.numpy._reduce_util import _axes, _bcast, _cast, _full, _isnan, _keep, _mask
 
 __all__ = [
     "logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc", "erfinv",
