@@ -21,3 +21,9 @@ from mytorch.lax.convolution import *  # noqa: F401,F403
 
 from mytorch.lax import elementwise_rules as _elementwise_rules  # noqa: F401,E402
 from mytorch.core import ad_util as _ad_util  # noqa: F401,E402  (add_any, zeros)
+from mytorch.lax import dot_rules as _dot_rules  # noqa: F401,E402
+from mytorch.lax import convolution_rules as _convolution_rules  # noqa: F401,E402
+from mytorch.lax import reductions_rules as _reductions_rules  # noqa: F401,E402
+from mytorch.lax import sorting_rules as _sorting_rules  # noqa: F401,E402
+from mytorch.lax import structural_rules as _structural_rules  # noqa: F401,E402
+from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402

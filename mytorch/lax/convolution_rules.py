@@ -1,0 +1,264 @@
+"""Derivative rules of the windowed primitives (defined in convolution.py).
+
+conv_general_dilated is bilinear (linear in each operand separately, not jointly, so it is
+not marked linear): its JVP applies the primitive to each operand's tangent with the other
+operand's primal, and its transpose rule handles one linear operand, as JAX's
+_conv_general_dilated_transpose_lhs/_rhs do:
+
+  * w.r.t. lhs: a convolution of the cotangent with the spatially reversed kernel (its O
+    and I dims swapped), the forward strides becoming the input dilation and the forward
+    input dilation the strides, padded so the result has the lhs's shape;
+  * w.r.t. rhs: a convolution of lhs with the cotangent as kernel (batch and feature dims
+    swapped), the forward strides becoming the kernel dilation;
+
+feature groups of the forward convolution become batch groups of the rhs transpose (and
+the reverse), after moving the group axis of the kernel between its O and I dims for the
+lhs transpose.
+
+reduce_window_sum is linear; its transpose pads the cotangent (interior padding undoes the
+strides) and sums it over the same windows. reduce_window_max/min have no
+select_and_gather_add primitive here: their JVP visits the window taps in row-major order
+(one strided slice of the padded operand each) and keeps, per window, the tangent at the
+first tap holding the extreme value. Rules use lax operations only, so they differentiate
+again.
+"""
+
+import itertools
+import math
+
+from mytorch.core.ad_util import is_differentiable
+from mytorch.core.trace import aval_of
+from mytorch.lax import elementwise as _ew
+from mytorch.lax._ad import Zero, add_tangents, deflinear, is_undefined, zero_out
+from mytorch.lax.convolution import (
+    ConvDimensionNumbers,
+    conv_general_dilated_p,
+    reduce_window_max_p,
+    reduce_window_min_p,
+    reduce_window_sum_p,
+)
+from mytorch.lax.structural import pad, reshape, rev, slice, transpose
+
+__all__ = []
+
+
+def _dilate(n, r):
+    return 0 if n == 0 else (n - 1) * r + 1
+
+
+def _to_dtype(x, aval):
+    """`x` with the dtype and weak type of `aval` (a cotangent computed in
+    preferred_element_type goes back to its operand's dtype)."""
+    a = aval_of(x)
+    if a.dtype == aval.dtype and a.weak_type == aval.weak_type:
+        return x
+    return _ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _reshape_axis_out_of(src, size1, x):
+    """Split dim `src` of `x` into (size1, size // size1)."""
+    shape = list(aval_of(x).shape)
+    shape[src:src + 1] = [size1, shape[src] // size1]
+    return reshape(x, tuple(shape))
+
+
+def _reshape_axis_into(src, dst, x):
+    """Merge dim `src` of `x` into dim `dst` (numbered after removing `src`), `src` being
+    the major part."""
+    shape = aval_of(x).shape
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new_shape = [shape[i] for i in range(len(shape)) if i != src]
+    new_shape[dst] *= shape[src]
+    if perm != list(range(len(shape))):
+        x = transpose(x, tuple(perm))
+    return reshape(x, tuple(new_shape))
+
+
+def _spec_transpose(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _take(shape, dims):
+    return [shape[d] for d in dims]
+
+
+# ---- conv_general_dilated ----------------------------------------------------------------
+def _conv_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    t_lhs, t_rhs = tangents
+    ans = conv_general_dilated_p.bind(lhs, rhs, **params)
+    out_aval = aval_of(ans)
+    if not is_differentiable(out_aval):
+        return ans, zero_out(ans)
+    total = Zero(out_aval)
+    if type(t_lhs) is not Zero and is_differentiable(aval_of(lhs)):
+        total = add_tangents(
+            total, _to_dtype(conv_general_dilated_p.bind(t_lhs, rhs, **params), out_aval))
+    if type(t_rhs) is not Zero and is_differentiable(aval_of(rhs)):
+        total = add_tangents(
+            total, _to_dtype(conv_general_dilated_p.bind(lhs, t_rhs, **params), out_aval))
+    return ans, total
+
+
+def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                     rhs_dilation):
+    """Padding of the dilated cotangent so that sliding the dilated window over it with
+    stride lhs_dilation gives exactly `in_shape`."""
+    pads = []
+    for n, w, s, m, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                           lhs_dilation, rhs_dilation, strict=True):
+        before = _dilate(w, rd) - lo - 1
+        after = _dilate(n, ld) + _dilate(w, rd) - 1 - _dilate(m, s) - before
+        pads.append((before, after))
+    return tuple(pads)
+
+
+def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
+                     rhs_dilation):
+    """Padding of the (dilated) lhs so that sliding the stride-dilated cotangent over it
+    with stride rhs_dilation gives exactly the kernel's spatial shape."""
+    pads = []
+    for n, w, s, m, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                           lhs_dilation, rhs_dilation, strict=True):
+        hi = (_dilate(m, s) - _dilate(n, ld)) + (_dilate(w, rd) - lo - 1)
+        pads.append((lo, hi))
+    return tuple(pads)
+
+
+def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    rhs_shape = aval_of(rhs).shape
+    groups = feature_group_count
+    if feature_group_count > 1 or batch_group_count > 1:
+        # the group axis leaves the kernel's O dim and becomes the major part of its I dim
+        # (which the transposed convolution reads as its output features)
+        g = max(feature_group_count, batch_group_count)
+        rhs = _reshape_axis_out_of(rhs_spec[0], g, rhs)
+        rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+        groups = g
+    trans_dnums = ConvDimensionNumbers(out_spec, _spec_transpose(rhs_spec), lhs_spec)
+    pads = _vjp_lhs_padding(
+        _take(lhs_aval.shape, lhs_spec[2:]), _take(rhs_shape, rhs_spec[2:]), window_strides,
+        _take(aval_of(ct).shape, out_spec[2:]), padding, lhs_dilation, rhs_dilation)
+    out = conv_general_dilated_p.bind(
+        ct, rev(rhs, tuple(rhs_spec[2:])), window_strides=lhs_dilation, padding=pads,
+        lhs_dilation=window_strides, rhs_dilation=rhs_dilation,
+        dimension_numbers=trans_dnums, feature_group_count=groups, batch_group_count=1,
+        precision=precision, preferred_element_type=preferred_element_type)
+    if batch_group_count > 1:
+        # the batch groups came out as the major part of the feature dim: move them back
+        out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+        out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+    return _to_dtype(out, lhs_aval)
+
+
+def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision, preferred_element_type):
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    # feature groups of the forward pass are batch groups here, and the reverse
+    fgc, bgc = batch_group_count, feature_group_count
+    trans_dnums = ConvDimensionNumbers(_spec_transpose(lhs_spec), _spec_transpose(out_spec),
+                                       _spec_transpose(rhs_spec))
+    pads = _vjp_rhs_padding(
+        _take(aval_of(lhs).shape, lhs_spec[2:]), _take(rhs_aval.shape, rhs_spec[2:]),
+        window_strides, _take(aval_of(ct).shape, out_spec[2:]), padding, lhs_dilation,
+        rhs_dilation)
+    out = conv_general_dilated_p.bind(
+        lhs, ct, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=window_strides, dimension_numbers=trans_dnums, feature_group_count=fgc,
+        batch_group_count=bgc, precision=precision,
+        preferred_element_type=preferred_element_type)
+    return _to_dtype(out, rhs_aval)
+
+
+def _conv_transpose(ct, lhs, rhs, **params):
+    if is_undefined(lhs) and is_undefined(rhs):
+        raise TypeError("conv_general_dilated: cannot transpose a convolution of two linear "
+                        "values (it is linear in each operand separately, not jointly)")
+    if is_undefined(lhs):
+        if lhs.aval.size == 0 or aval_of(ct).size == 0:
+            return [Zero(lhs.aval), None]  # nothing reaches the output
+        return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
+    if rhs.aval.size == 0 or aval_of(ct).size == 0:
+        return [None, Zero(rhs.aval)]
+    return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+
+conv_general_dilated_p.def_jvp(_conv_jvp)
+conv_general_dilated_p.def_transpose(_conv_transpose)
+
+
+# ---- reduce_window_sum -------------------------------------------------------------------
+def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+    in_shape = operand.aval.shape
+    if operand.aval.size == 0 or aval_of(ct).size == 0:
+        return [Zero(operand.aval)]
+    pads = _vjp_lhs_padding(in_shape, window_dimensions, window_strides, aval_of(ct).shape,
+                            padding, base_dilation, window_dilation)
+    # interior padding puts each cotangent back at its window's start (undoing the
+    # strides); then every input element sums the windows that covered it
+    config = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides, strict=True))
+    padded = pad(ct, 0, config)
+    ones = (1,) * len(in_shape)
+    out = reduce_window_sum_p.bind(
+        padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+        padding=((0, 0),) * len(in_shape), base_dilation=ones, window_dilation=window_dilation)
+    return [out]
+
+
+deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+# ---- reduce_window_max / reduce_window_min ------------------------------------------------
+def _chooser_jvp(prim, better, identity):
+    """JVP of a window max/min: per window, the tangent at the first tap (in row-major
+    window order) holding the extreme value. `better(a, b)` is True where a strictly beats
+    b; `identity` is the padding value."""
+
+    def rule(primals, tangents, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, window_dimensions=window_dimensions, window_strides=window_strides,
+                        padding=padding, base_dilation=base_dilation,
+                        window_dilation=window_dilation)
+        out_aval = aval_of(ans)
+        if type(t) is Zero or not is_differentiable(out_aval):
+            return ans, zero_out(ans)
+        if out_aval.size == 0:
+            return ans, Zero(out_aval)
+        if out_aval.ndim == 0:  # a window over no dims: the operand itself
+            return ans, _to_dtype(t, out_aval)
+        config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation,
+                                                              strict=True))
+        # padding and dilation holes hold the identity, so they never win (and give a
+        # zero tangent only when a window holds nothing else)
+        xp = pad(x, identity, config)
+        tp = pad(t, 0, config)
+        out_shape = out_aval.shape
+        best = best_t = None
+        for tap in itertools.product(*(range(w) for w in window_dimensions)):
+            start = tuple(k * r for k, r in zip(tap, window_dilation, strict=True))
+            limit = tuple(s0 + (m - 1) * s + 1 for s0, m, s in zip(start, out_shape,
+                                                                  window_strides, strict=True))
+            xs = slice(xp, start, limit, window_strides)
+            ts = slice(tp, start, limit, window_strides)
+            if best is None:
+                best, best_t = xs, ts
+                continue
+            # strict comparison: the first tap holding the extreme value keeps it
+            wins = better(xs, best)
+            best = _ew.select(wins, xs, best)
+            best_t = _ew.select(wins, ts, best_t)
+        return ans, _to_dtype(best_t, out_aval)
+
+    prim.def_jvp(rule)
+    return rule
+
+
+_chooser_jvp(reduce_window_max_p, _ew.gt, -math.inf)
+_chooser_jvp(reduce_window_min_p, _ew.lt, math.inf)

@@ -1,0 +1,108 @@
+"""Derivative rules of `dot_general` (defined in dot.py).
+
+dot_general is bilinear: linear in each operand when the other is fixed, but not jointly
+linear, so it is not marked linear. Its JVP is the sum of the primitive applied to each
+operand's tangent with the other operand's primal; its transpose rule handles exactly one
+linear operand, as JAX's _dot_general_transpose_lhs/_rhs: a dot_general of the cotangent
+with the other operand (contracting the other operand's free dims, matching its batch dims),
+transposed back to the operand's dim order and converted to its dtype. `precision` and
+`preferred_element_type` pass through unchanged. Rules use lax operations only, so they
+differentiate again.
+"""
+
+from mytorch.core.ad_util import is_differentiable
+from mytorch.core.trace import aval_of
+from mytorch.lax import elementwise as _ew
+from mytorch.lax._ad import Zero, add_tangents, is_undefined, zero_out
+from mytorch.lax.dot import dot_general_p
+from mytorch.lax.structural import transpose
+
+__all__ = []
+
+
+def _dot_general_jvp(primals, tangents, **params):
+    lhs, rhs = primals
+    t_lhs, t_rhs = tangents
+    ans = dot_general_p.bind(lhs, rhs, **params)
+    out_aval = aval_of(ans)
+    if not is_differentiable(out_aval):
+        return ans, zero_out(ans)
+    total = Zero(out_aval)
+    # an integer operand (possible with preferred_element_type) has no tangent
+    if type(t_lhs) is not Zero and is_differentiable(aval_of(lhs)):
+        total = add_tangents(total, _as_out(dot_general_p.bind(t_lhs, rhs, **params), out_aval))
+    if type(t_rhs) is not Zero and is_differentiable(aval_of(rhs)):
+        total = add_tangents(total, _as_out(dot_general_p.bind(lhs, t_rhs, **params), out_aval))
+    return ans, total
+
+
+def _as_out(t, aval):
+    """`t` with the weak type of the output, so the two terms of the JVP add."""
+    if aval_of(t).weak_type == aval.weak_type:
+        return t
+    return _ew.convert_element_type_p.bind(t, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def _remaining(ndim, *taken):
+    used = set().union(*taken)
+    return [d for d in range(ndim) if d not in used]
+
+
+def _ranges_like(*groups):
+    """Consecutive ranges with the lengths of `groups`: ((0, 1), (2,), (3, 4)) etc."""
+    start, out = 0, []
+    for g in groups:
+        out.append(tuple(range(start, start + len(g))))
+        start += len(g)
+    return out
+
+
+def _argsort(values):
+    return tuple(sorted(range(len(values)), key=values.__getitem__))
+
+
+def _transpose_lhs(ct, x_aval, y, dimension_numbers, precision, preferred_element_type,
+                   swap_ans=False):
+    """The cotangent of operand x (aval `x_aval`) of dot_general(x, y) (or of
+    dot_general(y, x) when `swap_ans`, with `dimension_numbers` given for (x, y))."""
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    y_ndim = aval_of(y).ndim
+    x_kept = _remaining(x_aval.ndim, x_contract, x_batch)
+    y_kept = _remaining(y_ndim, y_contract, y_batch)
+    # the dims of ct: batch, then the free dims of the first operand, then of the second
+    if swap_ans:
+        ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+    else:
+        ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+    dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+    # the result's dims: batch, x's free dims, then y's contracted dims in increasing order
+    # (each standing for the x dim it was contracted with)
+    x_contract_by_y = [x_contract[i] for i in _argsort(y_contract)]
+    out_axes = _argsort(list(x_batch) + x_kept + x_contract_by_y)
+    x_bar = dot_general_p.bind(ct, y, dimension_numbers=dims, precision=precision,
+                               preferred_element_type=preferred_element_type)
+    if out_axes != tuple(range(len(out_axes))):
+        x_bar = transpose(x_bar, out_axes)
+    bar = aval_of(x_bar)
+    if bar.dtype != x_aval.dtype or bar.weak_type != x_aval.weak_type:
+        x_bar = _ew.convert_element_type_p.bind(x_bar, new_dtype=x_aval.dtype,
+                                                weak_type=x_aval.weak_type)
+    return x_bar
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
+                           preferred_element_type):
+    if is_undefined(lhs) and is_undefined(rhs):
+        raise TypeError("dot_general: cannot transpose a product of two linear values "
+                        "(it is linear in each operand separately, not jointly)")
+    if is_undefined(lhs):
+        return [_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers, precision,
+                               preferred_element_type), None]
+    (lc, rc), (lb, rb) = dimension_numbers
+    swapped = ((rc, lc), (rb, lb))
+    return [None, _transpose_lhs(ct, rhs.aval, lhs, swapped, precision,
+                                 preferred_element_type, swap_ans=True)]
+
+
+dot_general_p.def_jvp(_dot_general_jvp)
+dot_general_p.def_transpose(_dot_general_transpose)

@@ -1,0 +1,70 @@
+"""Derivative rules of sort and top_k (defined in sorting.py).
+
+As in JAX, a sort permutes its operands, so each output's tangent is the operand's tangent
+gathered with the same permutation: sort carries an iota along to learn it, and top_k
+returns it as its indices. Index outputs (and other integer or bool outputs) have zero
+tangents. The gathers are lax operations, so the rules differentiate again.
+"""
+
+import numpy as np
+
+from mytorch.core.ad_util import is_differentiable
+from mytorch.core.trace import aval_of
+from mytorch.lax import sorting as so
+from mytorch.lax import structural as st
+from mytorch.lax._ad import Zero, zero_out
+from mytorch.lax.indexing import GatherDimensionNumbers, gather
+
+
+def _take_along_axis(t, idx, axis):
+    """`t[..., idx, ...]`: t f[*s] and idx int[*s'] where s' equals s except along
+    `axis`; out[i] = t[i with i[axis] replaced by idx[i]] (shape s')."""
+    shape = aval_of(idx).shape
+    rank = len(shape)
+    # one full index vector per output element: iotas along the other axes, idx along axis
+    column = (*shape, 1)
+    parts = [st.reshape(idx if d == axis else st.broadcasted_iota(aval_of(idx).dtype, shape, d),
+                        column) for d in range(rank)]
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
+                                   start_index_map=tuple(range(rank)))
+    return gather(t, st.concatenate(parts, rank), dnums, (1,) * rank, mode="clip")
+
+
+def _no_tangent(t, out):
+    """Whether `out`'s tangent is a symbolic zero: no input tangent, an integer or bool
+    output, or an empty one (a gather from an empty operand is not even valid)."""
+    aval = aval_of(out)
+    return type(t) is Zero or not is_differentiable(aval) or aval.size == 0
+
+
+def _index_dtype(n):
+    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    shape = aval_of(primals[0]).shape
+    iota = st.broadcasted_iota(_index_dtype(shape[dimension]), shape, dimension)
+    # the iota rides along as a payload: it does not change the order, and comes out as
+    # the permutation that was applied
+    *outs, perm = so.sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                                 num_keys=num_keys)
+    tangents_out = [
+        zero_out(out) if _no_tangent(t, out) else _take_along_axis(t, perm, dimension)
+        for out, t in zip(outs, tangents, strict=True)
+    ]
+    return outs, tangents_out
+
+
+so.sort_p.def_jvp(_sort_jvp)
+
+
+def _top_k_jvp(primals, tangents, *, k):
+    (x,), (t,) = primals, tangents
+    values, indices = so.top_k_p.bind(x, k=k)
+    if _no_tangent(t, values):
+        return [values, indices], [zero_out(values), zero_out(indices)]
+    return [values, indices], [_take_along_axis(t, indices, aval_of(x).ndim - 1),
+                               zero_out(indices)]
+
+
+so.top_k_p.def_jvp(_top_k_jvp)
