@@ -18,6 +18,7 @@ from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._utils import asarray
+from mytorch.lax.elementwise import convert_element_type
 from mytorch.lax.structural import reshape
 from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import linearize_flat
@@ -49,30 +50,58 @@ def _leaves_as_arrays(tree, what):
     return out, treedef
 
 
+def _describe(x):
+    return f"an array {aval_of(x).str_short()}" if isinstance(x, Array) else type(x).__name__
+
+
 def _flat_fun(fun, in_tree, has_aux, what):
-    """fun over pytrees -> (fn over flat leaves returning flat outputs, store of trees/aux)."""
+    """fun over pytrees -> (fn over flat leaves returning flat outputs, store of trees/aux).
+
+    The array leaves of aux ride after the outputs (store["n_out"] of them are outputs), so
+    that the transformation hands them back as values, not as its tracers; `_split_aux`
+    takes them off again."""
     store = {}
 
     def flat(*leaves):
         args = tree_util.tree_unflatten(in_tree, leaves)
         out = fun(*args)
+        aux_arrays = []
         if has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise TypeError(
                     f"{what} with has_aux=True needs {_name(fun)} to return a pair "
-                    f"(output, aux), got {type(out).__name__}"
+                    f"(output, aux), got {_describe(out)}"
                 )
-            out, store["aux"] = out
+            out, aux = out
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
+            store["aux_static"] = [None if isinstance(a, Array) else a for a in aux_leaves]
+            aux_arrays = [a for a in aux_leaves if isinstance(a, Array)]
         out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+        store["n_out"] = len(out_leaves)
         for x in out_leaves:
             if not isinstance(x, (Array, bool, int, float, np.ndarray, np.generic)):
                 raise TypeError(
                     f"{what}: {_name(fun)} returned a {type(x).__name__}; it must return "
                     "arrays (or pytrees of arrays)"
                 )
-        return [asarray(x) for x in out_leaves]
+        return [asarray(x) for x in out_leaves] + aux_arrays
 
     return flat, store
+
+
+def _trace_name(what, fun):
+    """`vjp(f)` for a direct call; grad/jacrev/jacfwd pass their own `grad(f)`."""
+    return what if what.endswith(")") else f"{what}({_name(fun)})"
+
+
+def _split_aux(store, outs):
+    """(the outputs, the aux pytree or None) from a transformation's flat outputs."""
+    n = store["n_out"]
+    if "aux_tree" not in store:
+        return outs[:n], None
+    arrays = iter(outs[n:])
+    leaves = [next(arrays) if a is None else a for a in store["aux_static"]]
+    return outs[:n], tree_util.tree_unflatten(store["aux_tree"], leaves)
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -112,37 +141,50 @@ def jvp(fun, primals, tangents, has_aux=False):
         ts.append(t)
     flat, store = _flat_fun(fun, p_tree, has_aux, "jvp")
     outs, t_outs = jvp_flat(flat, p_leaves, ts, f"jvp({_name(fun)})")
-    t_outs = [instantiate(t) for t in t_outs]
+    outs, aux = _split_aux(store, outs)
+    t_outs = [instantiate(t) for t in t_outs[:store["n_out"]]]
     out_tree = store["out_tree"]
     result = (tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, t_outs))
-    return (*result, store["aux"]) if has_aux else result
+    return (*result, aux) if has_aux else result
 
 
 def linearize(fun, *primals, has_aux=False):
     """(fun(*primals), f_jvp) where f_jvp(*tangents) = J(primals) @ tangents, evaluated
     from the saved linear jaxpr without re-running `fun`."""
-    p_leaves, p_tree = _leaves_as_arrays(primals, "linearize")
-    flat, store = _flat_fun(fun, p_tree, has_aux, "linearize")
-    outs, linear, _ = linearize_flat(flat, p_leaves, f"linearize({_name(fun)})")
+    return _linearize(fun, primals, has_aux, "linearize")
+
+
+def _linearize(fun, primals, has_aux, what):
+    p_leaves, p_tree = _leaves_as_arrays(primals, what)
+    flat, store = _flat_fun(fun, p_tree, has_aux, what)
+    outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
+    outs, aux = _split_aux(store, outs)
+    n_out = store["n_out"]
     out_tree = store["out_tree"]
 
     def f_jvp(*tangents):
         t_leaves, t_tree = _leaves_as_arrays(tangents, "linearize's f_jvp")
         if t_tree != p_tree:
             raise TypeError(f"f_jvp: expected tangents of structure {p_tree}, got {t_tree}")
-        return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear.jaxpr, linear.consts,
-                                                             *t_leaves))
+        t_outs = eval_jaxpr(linear.jaxpr, linear.consts, *t_leaves)[:n_out]
+        return tree_util.tree_unflatten(out_tree, t_outs)
 
     out = tree_util.tree_unflatten(out_tree, outs)
-    return (out, f_jvp, store["aux"]) if has_aux else (out, f_jvp)
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), vjp_fn[, aux]) where vjp_fn(cotangent) returns a tuple with one
     cotangent per primal (same trees, shapes and dtypes as the primals)."""
-    p_leaves, p_tree = _leaves_as_arrays(primals, "vjp")
-    flat, store = _flat_fun(fun, p_tree, has_aux, "vjp")
-    outs, linear, _ = linearize_flat(flat, p_leaves, f"vjp({_name(fun)})")
+    return _vjp(fun, primals, has_aux, "vjp")
+
+
+def _vjp(fun, primals, has_aux, what):
+    p_leaves, p_tree = _leaves_as_arrays(primals, what)
+    flat, store = _flat_fun(fun, p_tree, has_aux, what)
+    outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
+    aux_avals = [aval_of(o) for o in outs[store["n_out"]:]]
+    outs, aux = _split_aux(store, outs)
     out_tree = store["out_tree"]
     out_avals = [aval_of(o) for o in outs]
     in_avals = [aval_of(p) for p in p_leaves]
@@ -161,14 +203,23 @@ def vjp(fun, *primals, has_aux=False):
                     f"vjp_fn: cotangent leaf {i} has shape {ca.str_short()}, but the "
                     f"output has {a.str_short()}"
                 )
+            if is_differentiable(a) and ca.dtype != a.dtype:
+                if not ca.weak_type:
+                    raise TypeError(
+                        f"vjp_fn: cotangent leaf {i} has type {ca.str_short()}, but the "
+                        f"output has type {a.str_short()}; the cotangent must have the "
+                        "output's dtype"
+                    )
+                ct_leaves[i] = convert_element_type(ct, a.dtype)
         cts = backward_pass(linear.jaxpr, linear.consts, [True] * len(p_leaves),
-                            [None] * len(p_leaves), ct_leaves)
+                            [None] * len(p_leaves),
+                            ct_leaves + [Zero(a) for a in aux_avals])
         cts = [instantiate(Zero(a) if not is_differentiable(a) else c)
                for c, a in zip(cts, in_avals)]
         return tuple(tree_util.tree_unflatten(p_tree, cts))
 
     out = tree_util.tree_unflatten(out_tree, outs)
-    return (out, vjp_fn, store["aux"]) if has_aux else (out, vjp_fn)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
 def _argnums_tuple(argnums, nargs, fun, what):
@@ -188,6 +239,7 @@ def _argnums_tuple(argnums, nargs, fun, what):
 def _split_args(fun, args, nums):
     """fun of the args at `nums` (the others fixed), and those args."""
 
+    @functools.wraps(fun)
     def partial(*diff):
         full = list(args)
         for i, x in zip(nums, diff):
@@ -221,9 +273,9 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         partial, diff = _split_args(f, args, nums)
         _check_real_inputs(diff, nums, what)
         if has_aux:
-            out, vjp_fn, aux = vjp(partial, *diff, has_aux=True)
+            out, vjp_fn, aux = _vjp(partial, diff, True, what)
         else:
-            out, vjp_fn = vjp(partial, *diff)
+            out, vjp_fn = _vjp(partial, diff, False, what)
         leaves = tree_util.tree_leaves(out)
         if len(leaves) != 1 or aval_of(leaves[0]).shape != ():
             desc = ", ".join(aval_of(x).str_short() for x in leaves) or "no arrays"
@@ -282,7 +334,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
         single, nums = _argnums_tuple(argnums, len(args), fun, what)
         partial, diff = _split_args(fun, args, nums)
         _check_real_inputs(diff, nums, what)
-        res = linearize(partial, *diff, has_aux=has_aux)
+        res = _linearize(partial, diff, has_aux, what)
         out, f_jvp = res[0], res[1]
         in_leaves, in_tree = tree_util.tree_flatten(diff)
         out_leaves, out_tree = tree_util.tree_flatten(out)
@@ -322,7 +374,7 @@ def jacrev(fun, argnums=0, has_aux=False):
         single, nums = _argnums_tuple(argnums, len(args), fun, what)
         partial, diff = _split_args(fun, args, nums)
         _check_real_inputs(diff, nums, what)
-        res = vjp(partial, *diff, has_aux=has_aux)
+        res = _vjp(partial, diff, has_aux, what)
         out, vjp_fn = res[0], res[1]
         in_leaves, in_tree = tree_util.tree_flatten(diff)
         out_leaves, out_tree = tree_util.tree_flatten(out)

@@ -345,7 +345,7 @@ def _custom_lin_impl(*args, num_res, bwd, res_tree, out_avals):
 
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
-    residuals, linear = args[:num_res], args[num_res:]
+    residuals = args[:num_res]
     if any(is_undefined(r) for r in residuals):
         raise TypeError("custom_lin: residuals cannot be linear")
     cts_in = bwd(res_tree, list(residuals), list(cts))

@@ -65,9 +65,10 @@ def defjvp(prim, *fns):
         for fn, t in zip(fns, tangents, strict=False):
             if fn is None or type(t) is Zero:
                 continue
-            total = add_tangents(
-                total, broadcast_to_aval(fn(t, ans, *primals, **params), out_aval)
-            )
+            term = fn(t, ans, *primals, **params)
+            if type(term) is Zero:  # e.g. integer_pow with y == 0
+                continue
+            total = add_tangents(total, broadcast_to_aval(term, out_aval))
         return ans, total
 
     prim.def_jvp(rule)

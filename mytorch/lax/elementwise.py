@@ -317,7 +317,7 @@ def _select_n_abstract_eval(which, *cases):
     shape = elementwise_shape("select_n", cases)
     if which.ndim and which.shape != shape or any(c.shape != shape for c in cases):
         raise TypeError(
-            f"select_n: the cases must share one shape and `which` must be 0-d or that shape"
+            "select_n: the cases must share one shape and `which` must be 0-d or that shape"
         )
     if dtypes.is_bool(which.dtype):
         if len(cases) > 2:

@@ -1,6 +1,6 @@
 """Derivative rules of the elementwise primitives (defined in elementwise.py).
 
-Conventions at the awkward points follow JAX: d|x| at 0 is 0; max/min split ties, giving
+Conventions at the awkward points follow JAX: d|x| at 0 is 1 (x >= 0 takes the + side); max/min split ties, giving
 half the tangent to each operand; d sqrt at 0 is inf; d(x**y)/dx is 0 where y == 0 and
 d(x**y)/dy is 0 where x == 0; rounding, sign, comparisons and bit operations have zero
 derivative. Rules are written with lax operations, so they differentiate again.
@@ -14,8 +14,8 @@ from mytorch.lax._ad import (
     Zero, defjvp, defjvp_zero, deflinear, instantiate, is_undefined, unbroadcast, zero_out,
 )
 from mytorch.lax.elementwise import (
-    add, cos, div, eq, exp, floor, gt, integer_pow, log, lt, mul, neg,
-    rsqrt, select, select_n, sign, sin, sqrt, square, sub,
+    add, cos, div, eq, ge, exp, floor, gt, integer_pow, log, lt, mul, neg,
+    rsqrt, select, select_n, sign, sin, square, sub,
 )
 from mytorch.core.trace import aval_of
 
@@ -35,7 +35,7 @@ def _zeros_like(x):
 
 # ---- unary ---------------------------------------------------------------------------
 deflinear(ew.neg_p, lambda ct, x: [neg(ct)])
-defjvp(ew.abs_p, lambda t, ans, x: mul(t, sign(x)))
+defjvp(ew.abs_p, lambda t, ans, x: select(ge(x, _c(x, 0)), t, neg(t)))  # 1 at 0, as JAX
 defjvp(ew.exp_p, lambda t, ans, x: mul(t, ans))
 defjvp(ew.exp2_p, lambda t, ans, x: mul(t, mul(ans, _c(x, math.log(2)))))
 defjvp(ew.log_p, lambda t, ans, x: div(t, x))
@@ -82,7 +82,7 @@ def trigamma(x):
     inv2 = square(inv)
     series = mul(inv2, sub(_c(z, 1 / 42), mul(inv2, _c(z, 1 / 30))))
     series = mul(inv2, sub(_c(z, 1 / 30), series))
-    series = mul(inv2, sub(_c(z, 1 / 6), series))
+    series = sub(_c(z, 1 / 6), series)
     series = add(inv, mul(inv2, add(_c(z, 0.5), mul(inv, series))))
     value = add(acc, series)
     pi = _c(x, math.pi)
@@ -151,9 +151,11 @@ defjvp(ew.rem_p, lambda t, ans, x, y: t,
 
 
 def _pow_dx(t, ans, x, y):
-    # y * x ** (y - 1), and 0 where y == 0 (so x = 0, y = 0 does not give NaN)
+    # y * x ** (y - 1): 0 where y == 0 and x != 0 by itself (no select, so its derivative
+    # in y, the mixed second derivative 1/x, stays right); where x == y == 0, 0 (not NaN)
     scale = mul(y, ew.pow(x, sub(y, _c(y, 1))))
-    return mul(t, select(eq(y, _c(y, 0)), _zeros_like(scale), scale))
+    both_zero = ew.bitwise_and(eq(x, _c(x, 0)), eq(y, _c(y, 0)))
+    return mul(t, select(both_zero, _zeros_like(scale), scale))
 
 
 def _pow_dy(t, ans, x, y):

@@ -268,7 +268,10 @@ def arange(start, stop=None, step=None, dtype=None):
     if all_int:
         n = max(0, -((start - stop) // step))
     else:
-        n = max(0, math.ceil((stop - start) / step))
+        span = stop - start
+        n = max(0, math.ceil(span / step))
+        if n == 0 and span != 0 and (span > 0) == (step > 0):
+            n = 1  # the quotient underflowed to 0: NumPy still returns [start]
     if dtypes.is_bool(dtype):
         if n > 2:
             raise ValueError("arange: a bool result can have at most 2 elements")

@@ -6,6 +6,7 @@ Integer and bool input gives the default float. Part of `mytorch.numpy.ufuncs`.
 import math
 
 from mytorch import lax
+from mytorch.custom_derivatives import custom_jvp
 from mytorch.numpy._ufunc_util import _float_args, _fn, _full, _in_f32, _isinf, _select
 
 __all__ = [
@@ -59,19 +60,50 @@ log2 = _scaled_log("log2", 2)
 log10 = _scaled_log("log10", 10)
 
 
-def _logaddexp(a, b, ln_base):
-    def fn(x, y):
-        x, y = _full([x, y])
-        big = lax.max(x, y)
-        d = lax.neg(lax.abs(lax.sub(x, y)))
-        if ln_base == 1.0:
-            tail = lax.log1p(lax.exp(d))
-        else:  # log2(1 + 2**d)
-            tail = lax.div(lax.log1p(lax.exp2(d)), ln_base)
-        same = lax.add(x, math.log(2.0) / ln_base)  # also right for equal infinities
-        return _select(lax.eq(x, y), same, lax.add(big, tail))
+def _logaddexp_primal(x, y, ln_base):
+    big = lax.max(x, y)
+    d = lax.neg(lax.abs(lax.sub(x, y)))
+    if ln_base == 1.0:
+        tail = lax.log1p(lax.exp(d))
+    else:  # log2(1 + 2**d)
+        tail = lax.div(lax.log1p(lax.exp2(d)), ln_base)
+    same = lax.add(x, math.log(2.0) / ln_base)  # also right for equal infinities
+    return _select(lax.eq(x, y), same, lax.add(big, tail))
 
-    return _in_f32(fn, a, b)
+
+def _logaddexp_rule(ln_base):
+    # JAX's rule: d/dx = b ** (x - out) (b = e or 2), with +inf replaced by 0 so that
+    # inf - inf gives no NaN. Written with lax, so it differentiates again (a tie x == y
+    # gets 1/2 each, and the right second derivative).
+    exp = lax.exp if ln_base == 1.0 else lax.exp2
+
+    @custom_jvp
+    def f(x, y):
+        return _logaddexp_primal(x, y, ln_base)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = f(x, y)
+
+        def no_inf(v):
+            return _select(lax.eq(v, float("inf")), 0.0, v)
+
+        o = no_inf(out)
+        return out, lax.add(lax.mul(tx, exp(lax.sub(no_inf(x), o))),
+                            lax.mul(ty, exp(lax.sub(no_inf(y), o))))
+
+    return f
+
+
+_logaddexp_e = _logaddexp_rule(1.0)
+_logaddexp_2 = _logaddexp_rule(math.log(2.0))
+
+
+def _logaddexp(a, b, ln_base):
+    f = _logaddexp_e if ln_base == 1.0 else _logaddexp_2
+    return _in_f32(lambda x, y: f(*_full([x, y])), a, b)
 
 
 def logaddexp(x1, x2):
@@ -122,6 +154,13 @@ def sinc(x):
     def fn(v):
         zero = lax.eq(v, 0.0)
         pix = lax.mul(_select(zero, 1.0, v), math.pi)
-        return _select(zero, 1.0, lax.div(lax.sin(pix), pix))
+        # at 0: the Maclaurin polynomial of sin(t)/t in t = pi v, whose value there is 1
+        # and whose derivatives are sinc's up to 9th order (JAX: _sinc_maclaurin)
+        t2 = lax.square(lax.mul(v, math.pi))
+        series = lax.add(lax.mul(t2, -1 / 5040), 1 / 120)
+        series = lax.add(lax.mul(t2, lax.add(lax.mul(t2, series), -1 / 6)), 1.0)
+        series = lax.add(lax.mul(lax.mul(t2, t2), lax.mul(t2, lax.mul(t2, 1 / 362880))),
+                         series)
+        return _select(zero, series, lax.div(lax.sin(pix), pix))
 
     return _in_f32(fn, _float_args("sinc", x)[0])

@@ -181,9 +181,13 @@ def multigammaln(a, d):
 def _x_log(name, x, y, log_fn):
     """x * log_fn(y), and 0 where x == 0 (unless y is NaN)."""
     xv, yv = _inexact(name, x, y)
+    # x == 0 needs the select only where log_fn(y) is not finite (y <= 0 for xlogy,
+    # y <= -1 for xlog1py, +inf): elsewhere x * log_fn(y) is 0 by itself there, and its
+    # derivative in x is log_fn(y), as JAX's custom JVP gives
     zero = lax.bitwise_and(lax.eq(xv, _like(xv, 0)), lax.bitwise_not(_isnan(yv)))
-    safe_y = _where(zero, _like(yv, 1), yv)
-    return _where(zero, _like(xv, 0), lax.mul(xv, log_fn(safe_y)))
+    bad = lax.bitwise_and(zero, lax.bitwise_not(lax.is_finite(log_fn(yv))))
+    safe_y = _where(bad, _like(yv, 1), yv)
+    return _where(bad, _like(xv, 0), lax.mul(xv, log_fn(safe_y)))
 
 
 def xlogy(x, y, /):

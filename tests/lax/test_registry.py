@@ -15,12 +15,21 @@ REQUIRED = {
     for kind in ("elementwise", "structural", "indexing", "reduction", "sort", "contraction",
                  "window", "ad")
 }
+# call primitives carry their own jaxprs; custom_lin exists only to be transposed
+REQUIRED["call"] = EAGER
+CALL_RULES = {
+    "custom_jvp_call": ("jvp",),
+    "custom_vjp_call": ("jvp",),
+    "custom_lin": ("transpose",),
+    "checkpoint": ("jvp", "transpose"),
+}
 
 
 @pytest.mark.parametrize("name,kind,have", registry_table.rows(), ids=lambda v: str(v))
 def test_primitive_has_required_rules(name, kind, have):
     assert kind in REQUIRED, f"primitive '{name}' has unknown kind '{kind}'"
     required = REQUIRED[kind] + (("transpose",) if have["linear"] else ())
+    required += CALL_RULES.get(name, ())
     missing = [rule for rule in required if not have[rule]]
     assert not missing, f"primitive '{name}' ({kind}) lacks: {', '.join(missing)}"
 
