@@ -12,6 +12,7 @@ from mytorch.core import dtypes
 from mytorch.numpy import manipulation as _manip
 from mytorch.numpy import products as _products
 from mytorch.numpy._promote import asarray_any
+from mytorch.custom_derivatives import custom_jvp
 
 __all__ = [
     "norm", "vector_norm", "matrix_norm", "matrix_transpose", "vecdot", "outer", "trace",
@@ -93,7 +94,7 @@ def _vector(name, x, axes, ord, keepdims):
     elif p == 1:
         r = lax.reduce_sum(lax.abs(y), axes)
     elif p == 2:
-        r = lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+        r = _l2(y, axes)
     else:
         with_p = lax.pow(lax.abs(y), lax.convert_element_type(p, y.dtype))
         r = lax.pow(lax.reduce_sum(with_p, axes), lax.convert_element_type(1.0 / p, y.dtype))
@@ -107,7 +108,7 @@ def _matrix(name, x, axes, ord, keepdims):
     weak = x.weak_type
     y, out = _inexact(x)
     if ord is None or ord == "fro":
-        r = lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+        r = _l2(y, axes)
     elif isinstance(ord, str) or not _is_number(ord) or float(ord) not in (1, -1, _INF, -_INF):
         hint = ""
         if ord in ("nuc", 2, -2):
@@ -225,4 +226,27 @@ def cross(x1, x2, /, *, axis=-1):
             f"cross: needs 3 components along axis {axis}, got {_s(a)} and {_s(b)}"
         )
     return _products.cross(a, b, axis=axis)
+
+
+def _l2_impl(axes, y):
+    return lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+
+
+_l2_safe = custom_jvp(_l2_impl, nondiff_argnums=(0,))
+
+
+@_l2_safe.defjvp
+def _l2_jvp(axes, primals, tangents):
+    """d||y|| = <y, t> / ||y||, and 0 at y = 0 (where sqrt's derivative would give NaN)."""
+    (y,), (t,) = primals, tangents
+    r = _l2_safe(axes, y)
+    zero = lax.eq(r, lax.full_like(r, 0))
+    safe_r = lax.select(zero, lax.full_like(r, 1), r)
+    dot = lax.reduce_sum(lax.mul(y, t), axes)
+    return r, lax.select(zero, lax.full_like(r, 0), lax.div(dot, safe_r))
+
+
+def _l2(y, axes):
+    """The Euclidean norm of `y` over `axes`, with a zero (not NaN) derivative at 0."""
+    return _l2_safe(tuple(axes), y)
 

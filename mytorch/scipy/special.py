@@ -78,7 +78,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     axes = _axes("logsumexp", x, axis)
     if where is not None:
         x = _where(_mask("logsumexp", where, x), x, _like(x, -math.inf))
-    amax = lax.reduce_max(x, axes)
+    # the shift cancels mathematically: stopping its gradient keeps the derivative exactly
+    # softmax (no tie-splitting noise) and saves the max's backward pass
+    amax = lax.stop_gradient(lax.reduce_max(x, axes))
     amax = _where(lax.is_finite(amax), amax, _like(amax, 0))
     shifted = lax.sub(x, _bcast(_keep(amax, x.shape, axes, True), x.shape))
     e = lax.exp(shifted)
@@ -98,7 +100,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 
 def _max_keep(x, axes):
-    m = lax.reduce_max(x, axes)
+    m = lax.stop_gradient(lax.reduce_max(x, axes))  # a shift that cancels: no derivative
     return _bcast(_keep(m, x.shape, axes, True), x.shape)
 
 
