@@ -6,7 +6,7 @@ the differences.
 """
 
 from mytorch.core.array import Array as ndarray  # noqa: F401
-from mytorch.core.dtypes import (  # noqa: F401
+from mytorch.numpy.scalar_types import (  # noqa: F401
     bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
     uint32, uint64,
 )
