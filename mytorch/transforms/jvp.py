@@ -59,10 +59,7 @@ class JVPTrace(Trace):
             else:
                 any_tangent = True
             tangents.append(t)
-        custom = prim.rules.get("jvp_trace")  # call-like primitives handle their own
         with set_current_trace(self.parent):
-            if custom is not None:
-                return custom(self, primals, tangents, params)
             if not any_tangent:
                 out = prim.bind(*primals, **params)
                 return list(out) if prim.multiple_results else [out]
