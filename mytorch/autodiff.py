@@ -19,7 +19,7 @@ from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._utils import asarray
 from mytorch.lax.elementwise import convert_element_type
-from mytorch.lax.structural import reshape
+from mytorch.lax.structural import broadcast_in_dim, concatenate, reshape, transpose
 from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import linearize_flat
 from mytorch.transforms.transpose import backward_pass
@@ -315,14 +315,19 @@ def _basis(aval):
     return from_numpy(np.eye(n, dtype=aval.dtype).reshape((n, *aval.shape)))
 
 
-def _stack(rows, shape):
-    from mytorch.lax.structural import broadcast_in_dim, concatenate
-
+def _stack(rows):
+    """Equal-shaped arrays stacked along a new leading axis."""
     rows = [broadcast_in_dim(r, (1, *aval_of(r).shape), tuple(range(1, aval_of(r).ndim + 1)))
             for r in rows]
-    if not rows:
-        return None
     return concatenate(rows, 0) if len(rows) > 1 else rows[0]
+
+
+def _jacobian_args(fun, args, argnums, what):
+    """(single argnum?, fun of the differentiated args, those args) for jacfwd/jacrev."""
+    single, nums = _argnums_tuple(argnums, len(args), fun, what)
+    partial, diff = _split_args(fun, args, nums)
+    _check_real_inputs(diff, nums, what)
+    return single, partial, diff
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
@@ -331,9 +336,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
     what = f"jacfwd({_name(fun)})"
 
     def jac_fn(*args):
-        single, nums = _argnums_tuple(argnums, len(args), fun, what)
-        partial, diff = _split_args(fun, args, nums)
-        _check_real_inputs(diff, nums, what)
+        single, partial, diff = _jacobian_args(fun, args, argnums, what)
         res = _linearize(partial, diff, has_aux, what)
         out, f_jvp = res[0], res[1]
         in_leaves, in_tree = tree_util.tree_flatten(diff)
@@ -352,9 +355,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
                 oa = aval_of(ol)
                 cols = [c[o] for c in columns]
                 if cols:
-                    stacked = _stack(cols, oa.shape)  # (in.size, *out.shape)
-                    from mytorch.lax.structural import transpose
-
+                    stacked = _stack(cols)  # (in.size, *out.shape)
                     perm = (*range(1, oa.ndim + 1), 0)
                     block = reshape(transpose(stacked, perm), (*oa.shape, *a.shape))
                 else:
@@ -371,9 +372,7 @@ def jacrev(fun, argnums=0, has_aux=False):
     what = f"jacrev({_name(fun)})"
 
     def jac_fn(*args):
-        single, nums = _argnums_tuple(argnums, len(args), fun, what)
-        partial, diff = _split_args(fun, args, nums)
-        _check_real_inputs(diff, nums, what)
+        single, partial, diff = _jacobian_args(fun, args, argnums, what)
         res = _vjp(partial, diff, has_aux, what)
         out, vjp_fn = res[0], res[1]
         in_leaves, in_tree = tree_util.tree_flatten(diff)
@@ -396,7 +395,7 @@ def jacrev(fun, argnums=0, has_aux=False):
                 oa = aval_of(ol)
                 rows = [r[k] for r in rows_per_out[o]]
                 if rows:
-                    block = reshape(_stack(rows, a.shape), (*oa.shape, *a.shape))
+                    block = reshape(_stack(rows), (*oa.shape, *a.shape))
                 else:
                     block = _zeros((*oa.shape, *a.shape), a.dtype)
                 blocks.append(block)

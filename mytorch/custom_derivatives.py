@@ -90,6 +90,13 @@ class _CustomBase:
 
         return trace_closed_over(flat, [aval_of(x) for x in leaves], _name(self.fun))
 
+    def _stage(self, args, kwargs):
+        """(nondiff args, flat diff args, their treedef, jaxpr, consts, output treedef)."""
+        nondiff, leaves, in_tree = self._prepare(args, kwargs)
+        store = {}
+        jaxpr, consts = self._trace_fun(nondiff, leaves, in_tree, store)
+        return nondiff, leaves, in_tree, jaxpr, consts, store["out_tree"]
+
 
 # ---- custom_jvp -------------------------------------------------------------------------
 class custom_jvp(_CustomBase):
@@ -134,12 +141,9 @@ class custom_jvp(_CustomBase):
             raise AttributeError(
                 f"no JVP defined for custom_jvp function {_name(self.fun)}; use defjvp"
             )
-        if type(current_trace()) is EvalTrace:
+        if type(current_trace()) is EvalTrace:  # nothing to transform: just run it
             return self.fun(*args, **kwargs)
-        nondiff, leaves, in_tree = self._prepare(args, kwargs)
-        store = {}
-        jaxpr, consts = self._trace_fun(nondiff, leaves, in_tree, store)
-        out_tree = store["out_tree"]
+        nondiff, leaves, in_tree, jaxpr, consts, out_tree = self._stage(args, kwargs)
 
         def flat_jvp(primals, tangents):
             p = tree_util.tree_unflatten(in_tree, primals)
@@ -230,12 +234,9 @@ class custom_vjp(_CustomBase):
             raise AttributeError(
                 f"no VJP defined for custom_vjp function {_name(self.fun)}; use defvjp"
             )
-        if type(current_trace()) is EvalTrace:
+        if type(current_trace()) is EvalTrace:  # nothing to transform: just run it
             return self.fun(*args, **kwargs)
-        nondiff, leaves, in_tree = self._prepare(args, kwargs)
-        store = {}
-        jaxpr, consts = self._trace_fun(nondiff, leaves, in_tree, store)
-        out_tree = store["out_tree"]
+        nondiff, leaves, in_tree, jaxpr, consts, out_tree = self._stage(args, kwargs)
         in_avals = [aval_of(x) for x in leaves]
         fun = self.fun
 

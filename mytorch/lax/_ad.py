@@ -18,7 +18,8 @@ from mytorch.core.trace import aval_of
 
 __all__ = [
     "UndefinedPrimal", "Zero", "add_tangents", "instantiate", "is_undefined", "defjvp",
-    "deflinear", "defjvp_zero", "unbroadcast", "broadcast_to_aval", "zero_out",
+    "deflinear", "defjvp_zero", "defjvp_bilinear", "unbroadcast", "broadcast_to_aval",
+    "zero_out", "to_aval",
 ]
 
 
@@ -105,3 +106,37 @@ def defjvp_zero(prim):
 
     prim.def_jvp(rule)
     return rule
+
+
+def to_aval(x, aval):
+    """`x` with the dtype and weak type of `aval` (e.g. a product computed in
+    preferred_element_type going back to its operand's dtype)."""
+    a = aval_of(x)
+    if a.dtype == aval.dtype and a.weak_type == aval.weak_type:
+        return x
+    from mytorch.lax.elementwise import convert_element_type_p
+
+    return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
+
+
+def defjvp_bilinear(prim):
+    """`prim(lhs, rhs)` is linear in each operand separately (dot_general, convolution):
+    its JVP is prim(t_lhs, rhs) + prim(lhs, t_rhs); integer operands have no tangent."""
+
+    def rule(primals, tangents, **params):
+        lhs, rhs = primals
+        t_lhs, t_rhs = tangents
+        ans = prim.bind(lhs, rhs, **params)
+        out_aval = aval_of(ans)
+        if not is_differentiable(out_aval):
+            return ans, zero_out(ans)
+        total = Zero(out_aval)
+        if type(t_lhs) is not Zero and is_differentiable(aval_of(lhs)):
+            total = add_tangents(total, to_aval(prim.bind(t_lhs, rhs, **params), out_aval))
+        if type(t_rhs) is not Zero and is_differentiable(aval_of(rhs)):
+            total = add_tangents(total, to_aval(prim.bind(lhs, t_rhs, **params), out_aval))
+        return ans, total
+
+    prim.def_jvp(rule)
+    return rule
+

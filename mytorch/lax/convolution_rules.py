@@ -29,7 +29,9 @@ import math
 from mytorch.core.ad_util import is_differentiable
 from mytorch.core.trace import aval_of
 from mytorch.lax import elementwise as _ew
-from mytorch.lax._ad import Zero, add_tangents, deflinear, is_undefined, zero_out
+from mytorch.lax._ad import (
+    Zero, defjvp_bilinear, deflinear, is_undefined, to_aval, zero_out,
+)
 from mytorch.lax.convolution import (
     ConvDimensionNumbers,
     conv_general_dilated_p,
@@ -44,15 +46,6 @@ __all__ = []
 
 def _dilate(n, r):
     return 0 if n == 0 else (n - 1) * r + 1
-
-
-def _to_dtype(x, aval):
-    """`x` with the dtype and weak type of `aval` (a cotangent computed in
-    preferred_element_type goes back to its operand's dtype)."""
-    a = aval_of(x)
-    if a.dtype == aval.dtype and a.weak_type == aval.weak_type:
-        return x
-    return _ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
 
 
 def _reshape_axis_out_of(src, size1, x):
@@ -84,23 +77,6 @@ def _take(shape, dims):
 
 
 # ---- conv_general_dilated ----------------------------------------------------------------
-def _conv_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    t_lhs, t_rhs = tangents
-    ans = conv_general_dilated_p.bind(lhs, rhs, **params)
-    out_aval = aval_of(ans)
-    if not is_differentiable(out_aval):
-        return ans, zero_out(ans)
-    total = Zero(out_aval)
-    if type(t_lhs) is not Zero and is_differentiable(aval_of(lhs)):
-        total = add_tangents(
-            total, _to_dtype(conv_general_dilated_p.bind(t_lhs, rhs, **params), out_aval))
-    if type(t_rhs) is not Zero and is_differentiable(aval_of(rhs)):
-        total = add_tangents(
-            total, _to_dtype(conv_general_dilated_p.bind(lhs, t_rhs, **params), out_aval))
-    return ans, total
-
-
 def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation,
                      rhs_dilation):
     """Padding of the dilated cotangent so that sliding the dilated window over it with
@@ -152,7 +128,7 @@ def _conv_transpose_lhs(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilat
         # the batch groups came out as the major part of the feature dim: move them back
         out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
         out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
-    return _to_dtype(out, lhs_aval)
+    return to_aval(out, lhs_aval)
 
 
 def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
@@ -172,7 +148,7 @@ def _conv_transpose_rhs(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilat
         rhs_dilation=window_strides, dimension_numbers=trans_dnums, feature_group_count=fgc,
         batch_group_count=bgc, precision=precision,
         preferred_element_type=preferred_element_type)
-    return _to_dtype(out, rhs_aval)
+    return to_aval(out, rhs_aval)
 
 
 def _conv_transpose(ct, lhs, rhs, **params):
@@ -188,7 +164,7 @@ def _conv_transpose(ct, lhs, rhs, **params):
     return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
 
 
-conv_general_dilated_p.def_jvp(_conv_jvp)
+defjvp_bilinear(conv_general_dilated_p)
 conv_general_dilated_p.def_transpose(_conv_transpose)
 
 
@@ -232,7 +208,7 @@ def _chooser_jvp(prim, better, identity):
         if out_aval.size == 0:
             return ans, Zero(out_aval)
         if out_aval.ndim == 0:  # a window over no dims: the operand itself
-            return ans, _to_dtype(t, out_aval)
+            return ans, to_aval(t, out_aval)
         config = tuple((lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation,
                                                               strict=True))
         # padding and dilation holes hold the identity, so they never win (and give a
@@ -254,7 +230,7 @@ def _chooser_jvp(prim, better, identity):
             wins = better(xs, best)
             best = _ew.select(wins, xs, best)
             best_t = _ew.select(wins, ts, best_t)
-        return ans, _to_dtype(best_t, out_aval)
+        return ans, to_aval(best_t, out_aval)
 
     prim.def_jvp(rule)
     return rule

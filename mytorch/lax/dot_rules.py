@@ -10,37 +10,13 @@ transposed back to the operand's dim order and converted to its dtype. `precisio
 differentiate again.
 """
 
-from mytorch.core.ad_util import is_differentiable
 from mytorch.core.trace import aval_of
 from mytorch.lax import elementwise as _ew
-from mytorch.lax._ad import Zero, add_tangents, is_undefined, zero_out
+from mytorch.lax._ad import defjvp_bilinear, is_undefined
 from mytorch.lax.dot import dot_general_p
 from mytorch.lax.structural import transpose
 
 __all__ = []
-
-
-def _dot_general_jvp(primals, tangents, **params):
-    lhs, rhs = primals
-    t_lhs, t_rhs = tangents
-    ans = dot_general_p.bind(lhs, rhs, **params)
-    out_aval = aval_of(ans)
-    if not is_differentiable(out_aval):
-        return ans, zero_out(ans)
-    total = Zero(out_aval)
-    # an integer operand (possible with preferred_element_type) has no tangent
-    if type(t_lhs) is not Zero and is_differentiable(aval_of(lhs)):
-        total = add_tangents(total, _as_out(dot_general_p.bind(t_lhs, rhs, **params), out_aval))
-    if type(t_rhs) is not Zero and is_differentiable(aval_of(rhs)):
-        total = add_tangents(total, _as_out(dot_general_p.bind(lhs, t_rhs, **params), out_aval))
-    return ans, total
-
-
-def _as_out(t, aval):
-    """`t` with the weak type of the output, so the two terms of the JVP add."""
-    if aval_of(t).weak_type == aval.weak_type:
-        return t
-    return _ew.convert_element_type_p.bind(t, new_dtype=aval.dtype, weak_type=aval.weak_type)
 
 
 def _remaining(ndim, *taken):
@@ -104,5 +80,5 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
                                  preferred_element_type, swap_ans=True)]
 
 
-dot_general_p.def_jvp(_dot_general_jvp)
+defjvp_bilinear(dot_general_p)
 dot_general_p.def_transpose(_dot_general_transpose)

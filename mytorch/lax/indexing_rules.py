@@ -339,9 +339,9 @@ def _scatter_mul_transpose(ct, x, indices, updates, *, dimension_numbers, mode,
         raise TypeError("scatter_mul: the indices cannot be linear")
     if is_undefined(updates):
         if is_undefined(x) or not unique_indices:
-            raise NotImplementedError(
-                "scatter_mul: transposing in the updates needs a known operand and "
-                "unique_indices=True (otherwise it is not linear in them)")
+            raise TypeError(
+                "scatter_mul: not linear in the updates unless the operand is known and "
+                "unique_indices=True, so it cannot be transposed in them")
         t_u = _undo_scatter(mul(ct, x), indices, updates.aval.shape, dimension_numbers,
                             mode, indices_are_sorted, unique_indices)
         return [None, None, _fit(t_u, updates.aval)]
