@@ -22,3 +22,4 @@ from mytorch.autodiff import (  # noqa: E402
 )
 from mytorch.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402
 from mytorch.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402
+from mytorch.vectorize import vmap  # noqa: E402

@@ -1,4 +1,5 @@
-"""Suite-wide settings: every traced jaxpr is type-checked; hypothesis profiles."""
+"""Suite-wide settings: every traced jaxpr is type-checked, every batching rule checked;
+hypothesis profiles."""
 
 import os
 
@@ -8,8 +9,10 @@ from hypothesis import HealthCheck, settings
 
 import mytorch as mt
 from mytorch.core import staging
+from mytorch.transforms import batching
 
 staging.CHECK_EVERY_JAXPR = True
+batching.CHECK_RULES = True  # every batching rule's output is checked against abstract eval
 
 settings.register_profile(
     "default",

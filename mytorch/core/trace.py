@@ -53,6 +53,19 @@ def current_trace():
     return _state.trace
 
 
+def bound_axes():
+    """{name: size} of the named axes of the enclosing traces (vmap/pmap with axis_name),
+    innermost first. Collectives look their axis up here when they are bound."""
+    axes = {}
+    t = _state.trace
+    while t is not None:
+        name = getattr(t, "axis_name", None)
+        if name is not None and name not in axes:
+            axes[name] = t.axis_size
+        t = t.parent
+    return axes
+
+
 @contextlib.contextmanager
 def set_current_trace(trace):
     """Make `trace` current inside the block (and restore the previous one after)."""

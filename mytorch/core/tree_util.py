@@ -586,9 +586,14 @@ def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
         >>> broadcast_prefix((0, 1), ([5, 6], 7))
         [0, 0, 1]
     """
+    return broadcast_prefix_named(prefix_tree, full_tree, is_leaf, "broadcast_prefix",
+                                  "the prefix tree", "the full tree")
+
+
+def broadcast_prefix_named(prefix_tree, full_tree, is_leaf, fname, left, right):
+    """`broadcast_prefix` whose mismatch error says `fname: ... left has ... but right has`."""
     leaves, node = _flatten_any(prefix_tree, is_leaf)
-    subtrees = _flatten_up_to(node, full_tree, "broadcast_prefix", "the prefix tree",
-                              "the full tree")
+    subtrees = _flatten_up_to(node, full_tree, fname, left, right)
     result = []
     for x, sub in zip(leaves, subtrees):
         result.extend([x] * len(tree_leaves(sub)))

@@ -17,7 +17,9 @@ from mytorch.lax.elementwise import (
     add, cos, div, eq, ge, exp, floor, gt, integer_pow, log, lt, mul, neg,
     rsqrt, select, select_n, sign, sin, square, sub,
 )
+from mytorch.core.primitive import registry as _registry
 from mytorch.core.trace import aval_of
+from mytorch.lax._batching import defbroadcasting, moveaxis
 
 
 def _c(x, value):
@@ -271,5 +273,22 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 
 ew.convert_element_type_p.def_jvp(_convert_jvp)
 ew.convert_element_type_p.def_transpose(_convert_transpose)
+
+
+# ---- batching --------------------------------------------------------------------------
+# Every elementwise primitive maps over its operands position by position, so the batched
+# operation is the primitive itself on batched operands (see _batching.defbroadcasting).
+def _bitcast_batching(axis, args, dims, **params):
+    """bitcast_convert_type may add or drop a trailing dimension: batch at the front."""
+    (x,), (d,) = args, dims
+    return ew.bitcast_convert_type_p.bind(moveaxis(x, d, 0), **params), 0
+
+
+for _prim in _registry().values():
+    if _prim.kind == "elementwise" and "batching" not in _prim.rules:
+        if _prim is ew.bitcast_convert_type_p:
+            _prim.def_batching(_bitcast_batching)
+        else:
+            defbroadcasting(_prim)
 
 __all__ = ["trigamma"]
