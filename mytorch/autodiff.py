@@ -19,10 +19,12 @@ from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._utils import asarray
 from mytorch.lax.elementwise import convert_element_type
-from mytorch.lax.structural import broadcast_in_dim, concatenate, reshape, transpose
+from mytorch.lax._batching import moveaxis
+from mytorch.lax.structural import reshape, slice_in_dim
 from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import linearize_flat
 from mytorch.transforms.transpose import backward_pass
+from mytorch.vectorize import vmap
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
 
@@ -309,17 +311,31 @@ def grad(fun, argnums=0, has_aux=False):
     return grad_fn
 
 
-def _basis(aval):
-    """The standard basis of `aval`'s space: (size, *shape) one-hot arrays."""
-    n = aval.size
-    return from_numpy(np.eye(n, dtype=aval.dtype).reshape((n, *aval.shape)))
+def _std_basis(avals):
+    """The standard basis of the space of a list of arrays, batched along a new axis 0:
+    one (n, *shape) array per aval, n = total size; row j is one-hot at flat position j."""
+    n = sum(a.size for a in avals)
+    out, offset = [], 0
+    for a in avals:
+        block = np.zeros((n, a.size), dtype=a.dtype)
+        block[offset:offset + a.size] = np.eye(a.size, dtype=a.dtype)
+        out.append(from_numpy(block.reshape((n, *a.shape))))
+        offset += a.size
+    return out
 
 
-def _stack(rows):
-    """Equal-shaped arrays stacked along a new leading axis."""
-    rows = [broadcast_in_dim(r, (1, *aval_of(r).shape), tuple(range(1, aval_of(r).ndim + 1)))
-            for r in rows]
-    return concatenate(rows, 0) if len(rows) > 1 else rows[0]
+def _split_axis(x, axis, avals, leading):
+    """Cut `x`'s `axis` (of length sum of the avals' sizes) into one block per aval, each
+    reshaped to aval.shape placed first (leading) or last among x's other dimensions."""
+    x_aval = aval_of(x)
+    rest = x_aval.shape[:axis] + x_aval.shape[axis + 1:]
+    blocks, offset = [], 0
+    for a in avals:
+        part = slice_in_dim(x, offset, offset + a.size, axis=axis)
+        offset += a.size
+        part = moveaxis(part, axis, 0 if leading else x_aval.ndim - 1)
+        blocks.append(reshape(part, (*a.shape, *rest) if leading else (*rest, *a.shape)))
+    return blocks
 
 
 def _jacobian_args(fun, args, argnums, what):
@@ -332,84 +348,65 @@ def _jacobian_args(fun, args, argnums, what):
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian by forward mode: fn(*args) -> pytree [output leaf][argument leaf] of
-    arrays shaped output.shape + argument.shape."""
+    arrays shaped output.shape + argument.shape.
+
+    One batched pass: the JVP is vmapped over the standard basis of the inputs, so the
+    primal computation runs once and the tangent computation once, batched."""
     what = f"jacfwd({_name(fun)})"
 
     def jac_fn(*args):
         single, partial, diff = _jacobian_args(fun, args, argnums, what)
-        res = _linearize(partial, diff, has_aux, what)
-        out, f_jvp = res[0], res[1]
         in_leaves, in_tree = tree_util.tree_flatten(diff)
-        out_leaves, out_tree = tree_util.tree_flatten(out)
-        per_in = []
-        for k, leaf in enumerate(in_leaves):
-            a = aval_of(leaf)
-            basis = _basis(a)
-            columns = []
-            for j in range(a.size):
-                ts = [basis[j] if m == k else Zero(aval_of(x)) for m, x in enumerate(in_leaves)]
-                ts = [instantiate(t) for t in ts]
-                columns.append(tree_util.tree_leaves(f_jvp(*tree_util.tree_unflatten(in_tree, ts))))
-            blocks = []
-            for o, ol in enumerate(out_leaves):
-                oa = aval_of(ol)
-                cols = [c[o] for c in columns]
-                if cols:
-                    stacked = _stack(cols)  # (in.size, *out.shape)
-                    perm = (*range(1, oa.ndim + 1), 0)
-                    block = reshape(transpose(stacked, perm), (*oa.shape, *a.shape))
-                else:
-                    block = _zeros((*oa.shape, *a.shape), oa.dtype)
-                blocks.append(block)
-            per_in.append(blocks)
-        return _assemble(per_in, in_tree, out_tree, single, has_aux, res)
+        in_avals = [aval_of(x) for x in in_leaves]
+        store = {}
+
+        def pushforward(*basis_leaves):
+            res = jvp(partial, diff, tuple(tree_util.tree_unflatten(in_tree, basis_leaves)),
+                      has_aux=has_aux)
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(res[1])
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(res[2] if has_aux else None)
+            # aux depends on the primals only: its arrays leave vmap unbatched
+            store["aux_static"] = [None if isinstance(a, Array) else a for a in aux_leaves]
+            return out_leaves, [a for a in aux_leaves if isinstance(a, Array)]
+
+        t_outs, aux_arrays = vmap(pushforward, out_axes=(-1, None))(*_std_basis(in_avals))
+        arrays = iter(aux_arrays)
+        aux = tree_util.tree_unflatten(store["aux_tree"], [
+            next(arrays) if a is None else a for a in store["aux_static"]])
+        per_in = [[] for _ in in_leaves]
+        for t in t_outs:  # (*out.shape, n_in)
+            for k, block in enumerate(_split_axis(t, aval_of(t).ndim - 1, in_avals, False)):
+                per_in[k].append(block)
+        return _assemble(per_in, in_tree, store["out_tree"], single, has_aux, aux)
 
     return jac_fn
 
 
 def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape)."""
+    """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape).
+
+    One batched pass: the VJP is vmapped over the standard basis of the outputs."""
     what = f"jacrev({_name(fun)})"
 
     def jac_fn(*args):
         single, partial, diff = _jacobian_args(fun, args, argnums, what)
         res = _vjp(partial, diff, has_aux, what)
         out, vjp_fn = res[0], res[1]
-        in_leaves, in_tree = tree_util.tree_flatten(diff)
+        in_tree = tree_util.tree_structure(diff)
         out_leaves, out_tree = tree_util.tree_flatten(out)
-        rows_per_out = []
-        for o, ol in enumerate(out_leaves):
-            oa = aval_of(ol)
-            basis = _basis(oa)
-            rows = []
-            for j in range(oa.size):
-                cts = [basis[j] if m == o else instantiate(Zero(aval_of(x)))
-                       for m, x in enumerate(out_leaves)]
-                rows.append(tree_util.tree_leaves(vjp_fn(tree_util.tree_unflatten(out_tree, cts))))
-            rows_per_out.append(rows)
-        per_in = []
-        for k, leaf in enumerate(in_leaves):
-            a = aval_of(leaf)
-            blocks = []
-            for o, ol in enumerate(out_leaves):
-                oa = aval_of(ol)
-                rows = [r[k] for r in rows_per_out[o]]
-                if rows:
-                    block = reshape(_stack(rows), (*oa.shape, *a.shape))
-                else:
-                    block = _zeros((*oa.shape, *a.shape), a.dtype)
-                blocks.append(block)
-            per_in.append(blocks)
-        return _assemble(per_in, in_tree, out_tree, single, has_aux, res)
+        out_avals = [aval_of(x) for x in out_leaves]
+
+        def pullback(*basis_leaves):
+            return tree_util.tree_leaves(vjp_fn(tree_util.tree_unflatten(out_tree, basis_leaves)))
+
+        rows = vmap(pullback)(*_std_basis(out_avals))  # per input leaf: (n_out, *in.shape)
+        per_in = [_split_axis(r, 0, out_avals, True) for r in rows]
+        return _assemble(per_in, in_tree, out_tree, single, has_aux, res[2] if has_aux else None)
 
     return jac_fn
 
 
-def _zeros(shape, dtype):
-    return from_numpy(np.zeros(shape, dtype))
-
-
-def _assemble(per_in, in_tree, out_tree, single, has_aux, res):
+def _assemble(per_in, in_tree, out_tree, single, has_aux, aux):
     """Nest blocks[in leaf][out leaf] as out-tree of (tuple of) in-trees, as JAX does."""
     n_out = out_tree.num_leaves
     by_out = []
@@ -417,7 +414,7 @@ def _assemble(per_in, in_tree, out_tree, single, has_aux, res):
         in_struct = tree_util.tree_unflatten(in_tree, [per_in[k][o] for k in range(len(per_in))])
         by_out.append(in_struct[0] if single else tuple(in_struct))
     jac = tree_util.tree_unflatten(out_tree, by_out)
-    return (jac, res[2]) if has_aux else jac
+    return (jac, aux) if has_aux else jac
 
 
 def hessian(fun, argnums=0, has_aux=False):

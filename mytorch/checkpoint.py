@@ -19,6 +19,7 @@ from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import EvalTrace, aval_of, current_trace, set_current_trace
+from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
@@ -154,3 +155,14 @@ def _checkpoint_transpose(cts, *args, jaxpr, policy, prevent_cse):
 checkpoint_p.def_jvp(_checkpoint_jvp)
 checkpoint_p.def_rule("partial_eval", _checkpoint_partial_eval)
 checkpoint_p.def_transpose(_checkpoint_transpose)
+
+
+def _checkpoint_batching(axis, args, dims, *, jaxpr, policy, prevent_cse):
+    """A checkpoint of the vectorised jaxpr: the block stays one rematerialised unit."""
+    batched, consts, out_dims = batch_call_jaxpr(jaxpr, axis, dims)
+    outs = checkpoint_p.bind(*consts, *args, jaxpr=batched, policy=policy,
+                             prevent_cse=prevent_cse)
+    return outs, out_dims
+
+
+checkpoint_p.def_batching(_checkpoint_batching)

@@ -20,7 +20,10 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.trace import EvalTrace, aval_of, current_trace
+from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, moveaxis
 from mytorch.lax._utils import asarray
+from mytorch.lax.reductions import reduce_sum
+from mytorch.transforms.batching import batch_flat, batched_aval
 from mytorch.transforms.closure import trace_closed_over
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -354,3 +357,97 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
 
 
 custom_lin_p.def_transpose(_custom_lin_transpose)
+
+
+# ---- batching ---------------------------------------------------------------------------
+# A vectorised custom function is again a custom function: its jaxpr is batched, and its
+# rules (jvp; fwd and bwd) are wrapped to run vectorised. Every output, residual and
+# tangent of the batched function carries the batch dimension first, so the wrapped rules
+# agree with the batched jaxpr without tracking where each batch dimension went.
+def _to_front(args, dims):
+    """Batched args moved to dimension 0 (unbatched ones left alone), and their dims."""
+    return ([x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)],
+            [None if d is None else 0 for d in dims])
+
+
+def _run_batched(fn, args, dims, axis):
+    """fn(*args) -> list, vectorised over `axis`; every output batched along 0."""
+    outs, out_dims = batch_flat(lambda *xs: [instantiate(o) for o in fn(*xs)], list(args),
+                                list(dims), axis, "vmap of a custom rule")
+    return [bdim_at_front(o, d, axis.size) for o, d in zip(outs, out_dims)]
+
+
+def _custom_jvp_call_batching(axis, args, dims, *, call_jaxpr, jvp, num_consts):
+    args, dims = _to_front(args, dims)
+    jaxpr, consts, _ = batch_call_jaxpr(call_jaxpr, axis, dims, force_front=True)
+    arg_dims = dims[num_consts:]
+    n_out = len(call_jaxpr.outvars)
+
+    def batched_jvp(primals, tangents):
+        # a tangent has its primal's shape, so it is batched exactly where the primal is
+        def fn(*xs):
+            p_out, t_out = jvp(list(xs[:len(primals)]), list(xs[len(primals):]))
+            return [*p_out, *t_out]
+
+        outs = _run_batched(fn, [*primals, *tangents], [*arg_dims, *arg_dims], axis)
+        return outs[:n_out], outs[n_out:]
+
+    batched_jvp.__name__ = _name(jvp)
+    outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=jaxpr, jvp=batched_jvp,
+                                  num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+def _batched_bwd(bwd, axis, arg_batched):
+    """bwd for residuals and output cotangents batched along 0: cotangents of batched
+    arguments come back batched along 0, those of unbatched arguments summed over it."""
+
+    def batched(res_tree, residuals, cts):
+        cts = [instantiate(c) for c in cts]
+        n = len(residuals)
+
+        def fn(*xs):
+            return bwd(res_tree, list(xs[:n]), list(xs[n:]))
+
+        outs = _run_batched(fn, [*residuals, *cts], [0] * (n + len(cts)), axis)
+        return [o if b else reduce_sum(o, (0,)) for o, b in zip(outs, arg_batched)]
+
+    batched.__name__ = _name(bwd)
+    return batched
+
+
+def _custom_vjp_call_batching(axis, args, dims, *, call_jaxpr, fwd, bwd, num_consts):
+    args, dims = _to_front(args, dims)
+    jaxpr, consts, _ = batch_call_jaxpr(call_jaxpr, axis, dims, force_front=True)
+    arg_dims = dims[num_consts:]
+    n_out = len(call_jaxpr.outvars)
+    store = {}
+
+    def batched_fwd(*primals):
+        def fn(*xs):
+            outs, residuals, store["res_tree"] = fwd(*xs)
+            return [*outs, *residuals]
+
+        outs = _run_batched(fn, primals, arg_dims, axis)
+        return outs[:n_out], outs[n_out:], store["res_tree"]
+
+    outs = custom_vjp_call_p.bind(
+        *consts, *args, call_jaxpr=jaxpr, fwd=batched_fwd,
+        bwd=_batched_bwd(bwd, axis, [d is not None for d in arg_dims]),
+        num_consts=len(consts) + num_consts)
+    return outs, [0] * len(outs)
+
+
+def _custom_lin_batching(axis, args, dims, *, num_res, bwd, res_tree, out_avals):
+    args = [bdim_at_front(x, d, axis.size) for x, d in zip(args, dims)]
+    out_avals = tuple(batched_aval(a, 0, axis.size) for a in out_avals)
+    n_tangents = len(args) - num_res
+    outs = custom_lin_p.bind(*args, num_res=num_res,
+                             bwd=_batched_bwd(bwd, axis, [True] * n_tangents),
+                             res_tree=res_tree, out_avals=out_avals)
+    return outs, [0] * len(outs)
+
+
+custom_jvp_call_p.def_batching(_custom_jvp_call_batching)
+custom_vjp_call_p.def_batching(_custom_vjp_call_batching)
+custom_lin_p.def_batching(_custom_lin_batching)

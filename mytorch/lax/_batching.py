@@ -15,6 +15,7 @@ where `axis.size` is the batch size and `dims[i]` is args[i]'s batch dimension o
     batch_call_jaxpr(...)           a call primitive's jaxpr, vectorised
 """
 
+from mytorch.core.ad_util import add_any_p, zeros_p
 from mytorch.core.trace import aval_of
 from mytorch.transforms.batching import batch_jaxpr, not_mapped
 
@@ -127,3 +128,21 @@ def batch_call_jaxpr(jaxpr, axis, in_dims, force_front=False, name="vmap"):
             return [bdim_at_front(o, d, axis.size) for o, d in zip(outs, dims)], \
                 [0] * len(outs)
     return batch_jaxpr(jaxpr, axis, in_dims, finish, name)
+
+
+# ---- rules of core's own primitives (they need lax's transpose and broadcast) -----------
+def _add_any_batching(axis, args, dims):
+    """add_any adds equal-shaped values: batch dims meet at the front."""
+    (x, y), (dx, dy) = args, dims
+    if dx == dy:
+        return add_any_p.bind(x, y), dx
+    return add_any_p.bind(bdim_at_front(x, dx, axis.size), bdim_at_front(y, dy, axis.size)), 0
+
+
+def _zeros_batching(axis, args, dims, **params):
+    """zeros has no operands, so it is never batched."""
+    return zeros_p.bind(**params), not_mapped
+
+
+add_any_p.def_batching(_add_any_batching)
+zeros_p.def_batching(_zeros_batching)

@@ -19,7 +19,8 @@ from mytorch.lax.elementwise import (
 )
 from mytorch.core.primitive import registry as _registry
 from mytorch.core.trace import aval_of
-from mytorch.lax._batching import defbroadcasting, moveaxis
+from mytorch.lax._batching import bdim_at_front, defbroadcasting, moveaxis
+from mytorch.lax.structural import broadcast_in_dim
 
 
 def _c(x, value):
@@ -283,6 +284,29 @@ def _bitcast_batching(axis, args, dims, **params):
     (x,), (d,) = args, dims
     return ew.bitcast_convert_type_p.bind(moveaxis(x, d, 0), **params), 0
 
+
+def _select_n_batching(axis, args, dims):
+    """select_n's cases share one shape (`which` may be 0-d): cases that lack the batch
+    dimension are broadcast, and `which` too unless it is an unbatched 0-d."""
+    (which, *cases), (dw, *dc) = args, dims
+    avals = [aval_of(c) for c in cases]
+    w_aval = aval_of(which)
+    if (all(d == dc[0] for d in dc) and all(a.shape == avals[0].shape for a in avals)
+            and ((dw is None and w_aval.ndim == 0)
+                 or (dw == dc[0] and w_aval.shape == avals[0].shape))):
+        return ew.select_n_p.bind(which, *cases), dc[0]
+    unbatched = [a.shape if d is None else a.shape[:d] + a.shape[d + 1:]
+                 for a, d in zip(avals, dc)]
+    full = (axis.size, *unbatched[0])
+    cases = [bdim_at_front(c, d, axis.size) for c, d in zip(cases, dc)]
+    if not (dw is None and w_aval.ndim == 0):
+        which = bdim_at_front(which, dw, axis.size)
+        if aval_of(which).ndim != len(full):  # a 0-d `which` per example
+            which = broadcast_in_dim(which, full, (0,))
+    return ew.select_n_p.bind(which, *cases), 0
+
+
+ew.select_n_p.def_batching(_select_n_batching)
 
 for _prim in _registry().values():
     if _prim.kind == "elementwise" and "batching" not in _prim.rules:
