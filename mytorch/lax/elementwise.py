@@ -415,7 +415,8 @@ def _bitcast_abstract_eval(x, *, new_dtype):
 def _bitcast_kernel(x, *, new_dtype):
     new_dtype = np.dtype(new_dtype)
     if new_dtype.itemsize < x.dtype.itemsize:
-        return np.ascontiguousarray(x).view(new_dtype).reshape(*x.shape, -1)
+        ratio = x.dtype.itemsize // new_dtype.itemsize
+        return np.ascontiguousarray(x).view(new_dtype).reshape(*x.shape, ratio)
     if new_dtype.itemsize > x.dtype.itemsize:
         return np.ascontiguousarray(x).view(new_dtype).reshape(x.shape[:-1])
     return np.ascontiguousarray(x).view(new_dtype).reshape(x.shape)

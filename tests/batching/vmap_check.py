@@ -53,10 +53,11 @@ def assert_tree_close(got, want, rtol=1e-5, atol=1e-6, check_dtype=True):
         assert g.shape == w.shape, f"shape {g.shape} != {w.shape}"
         if check_dtype:
             assert g.dtype == w.dtype, f"dtype {g.dtype} != {w.dtype}"
-        if g.dtype.kind in "fc":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
-        else:
+        if g.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w)
+        else:  # floats, including float16 and bfloat16 (compared in float64)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=rtol, atol=atol, equal_nan=True)
 
 
 def check_vmap(f, args, in_axes=0, out_axes=0, rtol=1e-5, atol=1e-6, size=None,
