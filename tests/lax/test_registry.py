@@ -11,12 +11,14 @@ DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "primitives.md"
 # rules every primitive of a kind must have; later capabilities add theirs here
 EAGER = ("abstract eval", "cpu kernel")
 REQUIRED = {
-    kind: EAGER + ("jvp",)
+    kind: EAGER + ("jvp", "batching")
     for kind in ("elementwise", "structural", "indexing", "reduction", "sort", "contraction",
                  "window", "ad")
 }
 # call primitives carry their own jaxprs; custom_lin exists only to be transposed
-REQUIRED["call"] = EAGER
+REQUIRED["call"] = EAGER + ("batching",)
+# collectives run under vmap (batching rule) now; their device kernels come with pmap
+REQUIRED["collective"] = ("abstract eval", "jvp", "batching")
 CALL_RULES = {
     "custom_jvp_call": ("jvp",),
     "custom_vjp_call": ("jvp",),
