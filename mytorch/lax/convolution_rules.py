@@ -21,16 +21,27 @@ select_and_gather_add primitive here: their JVP visits the window taps in row-ma
 (one strided slice of the padded operand each) and keeps, per window, the tangent at the
 first tap holding the extreme value. Rules use lax operations only, so they differentiate
 again.
+
+Batching folds the vmapped dim into one the convolution already maps over (lhs batch,
+kernel output features, or feature/batch groups when both operands are batched), so a
+batched convolution is one convolution plus reshapes; window reductions give the batch dim
+a window of 1.
 """
 
 import itertools
 import math
 
 from mytorch.core.ad_util import is_differentiable
+from mytorch.core.aval import ShapedArray
 from mytorch.core.trace import aval_of
 from mytorch.lax import elementwise as _ew
 from mytorch.lax._ad import (
-    Zero, defjvp_bilinear, deflinear, is_undefined, to_aval, zero_out,
+    Zero,
+    defjvp_bilinear,
+    deflinear,
+    is_undefined,
+    to_aval,
+    zero_out,
 )
 from mytorch.lax.convolution import (
     ConvDimensionNumbers,
@@ -39,7 +50,7 @@ from mytorch.lax.convolution import (
     reduce_window_min_p,
     reduce_window_sum_p,
 )
-from mytorch.lax.structural import pad, reshape, rev, slice, transpose
+from mytorch.lax.structural import full_like, pad, reshape, rev, slice, transpose
 
 __all__ = []
 
@@ -238,3 +249,114 @@ def _chooser_jvp(prim, better, identity):
 
 _chooser_jvp(reduce_window_max_p, _ew.gt, -math.inf)
 _chooser_jvp(reduce_window_min_p, _ew.lt, math.inf)
+
+
+# ---- batching ----------------------------------------------------------------------------
+# conv_general_dilated: the vmap batch is folded into a dim the convolution already maps
+# over, and split out of the output again (operand specs keep their ranks, so the dimension
+# numbers do not change). Sizes of grouped dims are group-major (group, size / groups), as
+# the kernel reads them; a folded batch goes right after the group index so that groups
+# stay contiguous:
+#   * lhs only: into the lhs batch dim N (after the batch group index) -> output N;
+#   * rhs only: into the kernel's output features O (after the feature/batch group index)
+#     -> output features;
+#   * both, batch_group_count == 1: into lhs features C (major) with feature_group_count
+#     multiplied by B, and into O (major) -> output features;
+#   * both, batch_group_count > 1: into N (major) and O (major) with batch_group_count
+#     multiplied by B (each example's batch groups pair with its kernel groups).
+def _split_dim(x, dim, sizes):
+    """Dim `dim` of `x` split into dims of `sizes` (explicit, so that 0-sized dims work)."""
+    shape = list(aval_of(x).shape)
+    shape[dim:dim + 1] = list(sizes)
+    return reshape(x, tuple(shape))
+
+
+def _fold_after_group(x, bdim, dim, groups):
+    """Fold batch dim `bdim` of `x` into `dim` (numbered without the batch dim), which is
+    group-major with `groups` groups: (groups, B, size / groups) in that order."""
+    if groups == 1:
+        return _reshape_axis_into(bdim, dim, x)
+    d = dim + (dim >= bdim)  # `dim` in x's numbering
+    size = aval_of(x).shape[d]
+    x = _split_dim(x, d, (groups, size // groups))
+    bdim = bdim + (bdim > d)
+    x = _reshape_axis_into(bdim, dim + 1, x)  # B becomes the major part of size / groups
+    return _reshape_axis_into(dim, dim, x)
+
+
+def _unfold_after_group(x, dim, groups, size, b):
+    """Split dim `dim` of `x` ((groups, B, size / groups) merged) into B at `dim` and the
+    unbatched dim (size `size`) at `dim + 1`."""
+    if groups == 1:
+        return _split_dim(x, dim, (b, size))
+    x = _split_dim(x, dim, (groups, b, size // groups))
+    return _reshape_axis_into(dim, dim + 1, x)  # the group index back into size / groups
+
+
+def _unbatched_out_aval(args, dims, params):
+    """The abstract result of one example (the operands without their batch dims)."""
+    avals = []
+    for x, d in zip(args, dims, strict=True):
+        a = aval_of(x)
+        if d is not None:
+            a = ShapedArray(a.shape[:d] + a.shape[d + 1:], a.dtype, a.weak_type)
+        avals.append(a)
+    return conv_general_dilated_p.abstract_eval(*avals, **params)[0]
+
+
+def _conv_batching(axis, args, dims, **params):
+    lhs, rhs = args
+    lbd, rbd = dims
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
+    b = axis.size
+    out_aval = _unbatched_out_aval(args, dims, params)
+    if b == 0:  # no examples (and a group count of 0 would be invalid): an empty result
+        return full_like(out_aval, 0, shape=(0, *out_aval.shape)), 0
+    out_shape = out_aval.shape
+    if lbd is not None and rbd is not None:
+        if bgc == 1:
+            lhs = _reshape_axis_into(lbd, lhs_spec[1], lhs)
+            params = dict(params, feature_group_count=b * fgc)
+        else:
+            lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
+            params = dict(params, batch_group_count=b * bgc)
+        rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
+        out = conv_general_dilated_p.bind(lhs, rhs, **params)
+        return _split_dim(out, out_spec[1], (b, out_shape[out_spec[1]])), out_spec[1]
+    if lbd is not None:
+        lhs = _fold_after_group(lhs, lbd, lhs_spec[0], bgc)
+        out = conv_general_dilated_p.bind(lhs, rhs, **params)
+        # the output batch is N / bgc: (B, N / bgc) once the group index is reduced away
+        return _split_dim(out, out_spec[0], (b, out_shape[out_spec[0]])), out_spec[0]
+    rhs = _fold_after_group(rhs, rbd, rhs_spec[0], fgc * bgc)
+    out = conv_general_dilated_p.bind(lhs, rhs, **params)
+    dim = out_spec[1]
+    return _unfold_after_group(out, dim, fgc * bgc, out_shape[dim], b), dim
+
+
+conv_general_dilated_p.def_batching(_conv_batching)
+
+
+# reduce_window_*: the batch dim gets a trivial window (size 1, stride 1, no padding or
+# dilation), so every example is reduced on its own by one call.
+def _reduce_window_batching(prim):
+    def rule(axis, args, dims, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+        (x,), (d,) = args, dims
+
+        def ins(values, value):
+            return values[:d] + (value,) + values[d:]
+
+        out = prim.bind(x, window_dimensions=ins(window_dimensions, 1),
+                        window_strides=ins(window_strides, 1), padding=ins(padding, (0, 0)),
+                        base_dilation=ins(base_dilation, 1),
+                        window_dilation=ins(window_dilation, 1))
+        return out, d
+
+    prim.def_batching(rule)
+    return rule
+
+
+for _prim in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+    _reduce_window_batching(_prim)

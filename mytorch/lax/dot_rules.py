@@ -8,11 +8,15 @@ with the other operand (contracting the other operand's free dims, matching its 
 transposed back to the operand's dim order and converted to its dtype. `precision` and
 `preferred_element_type` pass through unchanged. Rules use lax operations only, so they
 differentiate again.
+
+Batching is one dot_general without moving any operand: a vmapped dim on both operands
+becomes a new leading batch pair, on one operand a free dim of that operand.
 """
 
 from mytorch.core.trace import aval_of
 from mytorch.lax import elementwise as _ew
 from mytorch.lax._ad import defjvp_bilinear, is_undefined
+from mytorch.lax._batching import shift_dims
 from mytorch.lax.dot import dot_general_p
 from mytorch.lax.structural import transpose
 
@@ -82,3 +86,34 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
 
 defjvp_bilinear(dot_general_p)
 dot_general_p.def_transpose(_dot_general_transpose)
+
+
+# ---- batching ----------------------------------------------------------------------------
+# One dot_general, no transposes: a batch dim on both operands becomes a new leading batch
+# pair (output dim 0); on one operand only, it is a free dim of that operand and lands among
+# that operand's free dims in the output (after the batch dims, lhs free before rhs free).
+def _dot_general_batching(axis, args, dims, *, dimension_numbers, precision,
+                          preferred_element_type):
+    lhs, rhs = args
+    lbd, rbd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None:
+        lc, lb = shift_dims(lc, lbd), shift_dims(lb, lbd)
+    if rbd is not None:
+        rc, rb = shift_dims(rc, rbd), shift_dims(rb, rbd)
+    if lbd is not None and rbd is not None:
+        new_dims = ((lc, rc), ((lbd, *lb), (rbd, *rb)))
+        out_dim = 0
+    elif lbd is not None:
+        new_dims = ((lc, rc), (lb, rb))
+        out_dim = len(lb) + _remaining(aval_of(lhs).ndim, lc, lb).index(lbd)
+    else:
+        new_dims = ((lc, rc), (lb, rb))
+        lhs_free = _remaining(aval_of(lhs).ndim, lc, lb)
+        out_dim = len(lb) + len(lhs_free) + _remaining(aval_of(rhs).ndim, rc, rb).index(rbd)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=new_dims, precision=precision,
+                             preferred_element_type=preferred_element_type)
+    return out, out_dim
+
+
+dot_general_p.def_batching(_dot_general_batching)
