@@ -35,18 +35,21 @@ class BatchAxis(namedtuple("BatchAxis", ["size", "name"])):
 class BatchTracer(Tracer):
     """A value with a batch dimension: `val` (of the parent trace) and `bdim`."""
 
-    __slots__ = ("val", "bdim")
+    __slots__ = ("val", "bdim", "_aval")
 
     def __init__(self, trace, val, bdim):
         self._trace = trace
         self.val = val
         self.bdim = bdim
+        self._aval = None
 
     @property
     def aval(self):
-        a = aval_of(self.val)
-        shape = a.shape[:self.bdim] + a.shape[self.bdim + 1:]
-        return ShapedArray(shape, a.dtype, a.weak_type)
+        if self._aval is None:  # computed once: rules and wrappers ask for it often
+            a = aval_of(self.val)
+            shape = a.shape[:self.bdim] + a.shape[self.bdim + 1:]
+            self._aval = ShapedArray(shape, a.dtype, a.weak_type)
+        return self._aval
 
 
 class BatchTrace(Trace):
