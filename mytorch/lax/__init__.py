@@ -18,6 +18,7 @@ from mytorch.lax.reductions import *  # noqa: F401,F403
 from mytorch.lax.sorting import *  # noqa: F401,F403
 from mytorch.lax.dot import *  # noqa: F401,F403
 from mytorch.lax.convolution import *  # noqa: F401,F403
+from mytorch.lax.parallel import *  # noqa: F401,F403
 
 from mytorch.lax import elementwise_rules as _elementwise_rules  # noqa: F401,E402
 from mytorch.core import ad_util as _ad_util  # noqa: F401,E402  (add_any, zeros)
@@ -27,3 +28,4 @@ from mytorch.lax import reductions_rules as _reductions_rules  # noqa: F401,E402
 from mytorch.lax import sorting_rules as _sorting_rules  # noqa: F401,E402
 from mytorch.lax import structural_rules as _structural_rules  # noqa: F401,E402
 from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402
+from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
