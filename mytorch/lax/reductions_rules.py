@@ -1,4 +1,4 @@
-"""Derivative rules of the reductions (defined in reductions.py).
+"""Derivative and batching rules of the reductions (defined in reductions.py).
 
 Conventions follow JAX:
   * reduce_sum and cumsum are linear; their transposes broadcast back to the operand's
@@ -10,7 +10,8 @@ Conventions follow JAX:
     derivatives are exact when the operand holds zeros (one or several) and at every order;
   * the logical reductions and argmax/argmin have zero derivative.
 
-Rules are written with lax operations, so they differentiate again.
+Rules are written with lax operations, so they differentiate again. Batching (at the end)
+renumbers the reduced or scanned axes around the batch dimension, which stays in place.
 """
 
 import math
@@ -21,6 +22,7 @@ from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as red
 from mytorch.lax import structural as st
 from mytorch.lax._ad import Zero, defjvp_zero, deflinear, zero_out
+from mytorch.lax._batching import shift_dims
 from mytorch.lax.elementwise import add, convert_element_type, div, eq, exp, log, mul, select, sub
 from mytorch.transforms.jvp import jvp_flat
 
@@ -212,3 +214,38 @@ _cumulative_jvp(red.cumprod_p, mul)
 _cumulative_jvp(red.cummax_p, ew.max)
 _cumulative_jvp(red.cummin_p, ew.min)
 _cumulative_jvp(red.cumlogsumexp_p, _logaddexp)
+
+
+# ---- batching -----------------------------------------------------------------------------
+# A reduction acts on each example independently: the batch dimension stays where it is
+# and the reduced axes are renumbered around it.
+def _reducer_batching(prim):
+    """Reductions over `axes` (and argmax/argmin): the result's batch dim moves left by the
+    number of reduced axes before it."""
+
+    def rule(axis, args, dims, *, axes, **params):
+        (x,), (d,) = args, dims
+        out_dim = d - sum(a < d for a in axes)
+        return prim.bind(x, axes=shift_dims(axes, d), **params), out_dim
+
+    prim.def_batching(rule)
+    return rule
+
+
+def _cumulative_batching(prim):
+    """Scans along one `axis` keep the shape: the batch dim stays put. (The primitive's
+    parameter is called `axis`, so the rule names the batch axis `batch_axis`.)"""
+
+    def rule(batch_axis, args, dims, *, axis, reverse):
+        (x,), (d,) = args, dims
+        return prim.bind(x, axis=axis + (axis >= d), reverse=reverse), d
+
+    prim.def_batching(rule)
+    return rule
+
+
+for _p in (red.reduce_sum_p, red.reduce_prod_p, red.reduce_max_p, red.reduce_min_p,
+           red.reduce_and_p, red.reduce_or_p, red.reduce_xor_p, red.argmax_p, red.argmin_p):
+    _reducer_batching(_p)
+for _p in (red.cumsum_p, red.cumprod_p, red.cummax_p, red.cummin_p, red.cumlogsumexp_p):
+    _cumulative_batching(_p)

@@ -1,9 +1,11 @@
-"""Derivative rules of sort and top_k (defined in sorting.py).
+"""Derivative and batching rules of sort and top_k (defined in sorting.py).
 
 As in JAX, a sort permutes its operands, so each output's tangent is the operand's tangent
 gathered with the same permutation: sort carries an iota along to learn it, and top_k
 returns it as its indices. Index outputs (and other integer or bool outputs) have zero
-tangents. The gathers are lax operations, so the rules differentiate again.
+tangents. The gathers are lax operations, so the rules differentiate again. Batching (at
+the end) puts every sort operand's batch dim in one place, and keeps top_k's off the last
+axis.
 """
 
 import numpy as np
@@ -13,6 +15,7 @@ from mytorch.core.trace import aval_of
 from mytorch.lax import sorting as so
 from mytorch.lax import structural as st
 from mytorch.lax._ad import Zero, zero_out
+from mytorch.lax._batching import bdim_to, moveaxis, not_mapped
 from mytorch.lax.indexing import GatherDimensionNumbers, gather
 
 
@@ -68,3 +71,29 @@ def _top_k_jvp(primals, tangents, *, k):
 
 
 so.top_k_p.def_jvp(_top_k_jvp)
+
+
+# ---- batching -----------------------------------------------------------------------------
+def _sort_batching(axis, args, dims, *, dimension, is_stable, num_keys):
+    """Operands sort together, so they must share a shape: every operand gets its batch
+    dim at the first batched operand's position (unbatched ones are broadcast there), and
+    the sort dimension is renumbered past it."""
+    target = next(d for d in dims if d is not not_mapped)
+    xs = [bdim_to(x, d, target, axis.size) for x, d in zip(args, dims, strict=True)]
+    outs = so.sort_p.bind(*xs, dimension=dimension + (dimension >= target),
+                          is_stable=is_stable, num_keys=num_keys)
+    return outs, [target] * len(outs)
+
+
+def _top_k_batching(axis, args, dims, *, k):
+    """top_k works on the last axis, which must stay the example's last axis: a batch dim
+    found there moves to the front."""
+    (x,), (d,) = args, dims
+    if d == aval_of(x).ndim - 1:
+        x, d = moveaxis(x, d, 0), 0
+    values, indices = so.top_k_p.bind(x, k=k)
+    return [values, indices], [d, d]
+
+
+so.sort_p.def_batching(_sort_batching)
+so.top_k_p.def_batching(_top_k_batching)

@@ -1,4 +1,4 @@
-"""Derivative rules of the structural primitives (defined in structural.py).
+"""Derivative and batching rules of the structural primitives (defined in structural.py).
 
 Every structural primitive but iota is linear, so its JVP applies it to the tangents and its
 transpose moves a cotangent back to the operand's layout:
@@ -15,14 +15,18 @@ transpose moves a cotangent back to the operand's layout:
     slice             pad with zeros (interior stride - 1)
 
 Cotangents keep each operand's dtype and weak type. iota has no operands and a zero JVP.
+The batching rules (vmap) are at the end, with a table of how each works.
 """
 
 import numpy as np
 
+from mytorch.core.aval import ShapedArray
 from mytorch.core.trace import aval_of
 from mytorch.lax import structural as st
 from mytorch.lax._ad import defjvp_zero, deflinear, is_undefined
-from mytorch.lax.elementwise import convert_element_type_p, sub
+from mytorch.lax._batching import bdim_to, broadcast_batched, not_mapped, shift_dims
+from mytorch.lax._utils import weak_scalar
+from mytorch.lax.elementwise import convert_element_type_p, select, sub
 from mytorch.lax.reductions import reduce_sum
 from mytorch.lax.structural import pad, reshape, rev, slice, transpose
 
@@ -141,3 +145,113 @@ deflinear(st.slice_p, _slice_transpose)
 
 # ---- iota ---------------------------------------------------------------------------------
 defjvp_zero(st.iota_p)
+
+
+# ---- batching -----------------------------------------------------------------------------
+# Each rule keeps the operand's batch dimension where it is when the primitive allows it
+# (renumbering the dims it names around it), so batching adds no transposes:
+#
+#     broadcast_in_dim  the batch dim maps to a new target dim placed just after the target
+#                       of the operand dim before it
+#     reshape           the batch dim read first (folded into `dimensions`), result dim 0
+#     squeeze, rev      dims renumbered past the batch dim
+#     transpose         the batch dim stays at its position in the permutation
+#     slice, pad        a full slice / no padding along the batch dim; a batched
+#                       padding_value selects between the zero-padded operand and itself
+#     concatenate       every operand batched at the first batched operand's dim
+#     iota              has no operands, so it is never batched
+def _broadcast_in_dim_batching(axis, args, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = args, dims
+    bd = broadcast_dimensions
+    out_dim = bd[d - 1] + 1 if d > 0 else 0  # strictly between the neighbours' targets
+    new_bd = (*bd[:d], out_dim, *(b + 1 for b in bd[d:]))
+    out_shape = (*shape[:out_dim], axis.size, *shape[out_dim:])
+    return st.broadcast_in_dim_p.bind(x, shape=out_shape, broadcast_dimensions=new_bd), out_dim
+
+
+def _reshape_batching(axis, args, dims, *, new_sizes, dimensions):
+    (x,), (d,) = args, dims
+    order = range(aval_of(x).ndim - 1) if dimensions is None else dimensions
+    # read the batch dim first, then the operand's dims in `dimensions` order
+    read = (d, *(i + (i >= d) for i in order))
+    return reshape(x, (axis.size, *new_sizes), read), 0
+
+
+def _squeeze_batching(axis, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    out_dim = d - sum(i < d for i in dimensions)
+    return st.squeeze_p.bind(x, dimensions=shift_dims(dimensions, d)), out_dim
+
+
+def _transpose_batching(axis, args, dims, *, permutation):
+    (x,), (d,) = args, dims
+    perm = [p + (p >= d) for p in permutation]
+    perm.insert(d, d)
+    return st.transpose_p.bind(x, permutation=tuple(perm)), d
+
+
+def _rev_batching(axis, args, dims, *, dimensions):
+    (x,), (d,) = args, dims
+    return st.rev_p.bind(x, dimensions=shift_dims(dimensions, d)), d
+
+
+def _insert(params, dim, value):
+    """Per-dim `params` with `value` for a batch dim inserted at `dim`."""
+    return (*params[:dim], value, *params[dim:])
+
+
+def _slice_batching(axis, args, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = args, dims
+    strides = None if strides is None else _insert(strides, d, 1)
+    out = st.slice_p.bind(x, start_indices=_insert(start_indices, d, 0),
+                          limit_indices=_insert(limit_indices, d, axis.size), strides=strides)
+    return out, d
+
+
+def _pad_batching(axis, args, dims, *, padding_config):
+    (x, value), (x_dim, value_dim) = args, dims
+    if value_dim is not_mapped:
+        config = _insert(padding_config, x_dim, (0, 0, 0))
+        return st.pad_p.bind(x, value, padding_config=config), x_dim
+    # a per-example padding value: pad with zeros, then put each example's value wherever
+    # the padding (not the operand) lands, found by padding a mask of the operand's shape
+    x_aval = _unbatched(x, x_dim)
+    inside = pad(st.full(x_aval.shape, True, np.bool_), False, padding_config)
+    out_dim = 0 if x_dim is not_mapped else x_dim
+    zero = weak_scalar(0, x_aval.dtype)  # weak: the result is weak when x and value are
+    if x_dim is not_mapped:
+        padded = broadcast_batched(pad(x, zero, padding_config), axis.size)
+    else:
+        padded = st.pad_p.bind(x, zero, padding_config=_insert(padding_config, x_dim, (0, 0, 0)))
+    shape = aval_of(padded).shape
+    values = st.broadcast_in_dim(value, shape, (out_dim,))
+    return select(broadcast_batched(inside, axis.size, out_dim), padded, values), out_dim
+
+
+def _concatenate_batching(axis, args, dims, *, dimension):
+    target = next(d for d in dims if d is not not_mapped)
+    xs = [bdim_to(x, d, target, axis.size) for x, d in zip(args, dims, strict=True)]
+    return st.concatenate_p.bind(*xs, dimension=dimension + (dimension >= target)), target
+
+
+def _iota_batching(axis, args, dims, **params):
+    return st.iota_p.bind(**params), not_mapped
+
+
+def _unbatched(x, dim):
+    """The aval of one example of `x` (batched along `dim`, or not at all)."""
+    a = aval_of(x)
+    if dim is not_mapped:
+        return a
+    return ShapedArray(a.shape[:dim] + a.shape[dim + 1:], a.dtype, a.weak_type)
+
+
+st.broadcast_in_dim_p.def_batching(_broadcast_in_dim_batching)
+st.reshape_p.def_batching(_reshape_batching)
+st.squeeze_p.def_batching(_squeeze_batching)
+st.transpose_p.def_batching(_transpose_batching)
+st.rev_p.def_batching(_rev_batching)
+st.slice_p.def_batching(_slice_batching)
+st.pad_p.def_batching(_pad_batching)
+st.concatenate_p.def_batching(_concatenate_batching)
+st.iota_p.def_batching(_iota_batching)
