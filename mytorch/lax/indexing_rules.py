@@ -1,4 +1,4 @@
-"""Derivative rules of the indexing primitives (defined in indexing.py).
+"""Derivative and batching rules of the indexing primitives (defined in indexing.py).
 
 Start indices and index arrays are integers: they never have tangents. In the other operands:
 
@@ -33,14 +33,17 @@ from mytorch.core import dtypes
 from mytorch.core.trace import aval_of
 from mytorch.lax import indexing as ix
 from mytorch.lax._ad import Zero, instantiate, is_differentiable, is_undefined, zero_out
+from mytorch.lax._batching import bdim_to, broadcast_batched, moveaxis, not_mapped, shift_dims
 from mytorch.lax._utils import weak_scalar
-from mytorch.lax.elementwise import add, div, eq, mul, select, sub
+from mytorch.lax.elementwise import add, convert_element_type, div, eq, mul, select, sub
+from mytorch.lax.elementwise import max as lax_max
+from mytorch.lax.elementwise import min as lax_min
 from mytorch.lax.indexing import (
     GatherDimensionNumbers, ScatterDimensionNumbers, dynamic_slice_p, dynamic_update_slice_p,
     gather, gather_p, scatter, scatter_add, scatter_add_p, scatter_mul, scatter_mul_p,
     scatter_p,
 )
-from mytorch.lax.structural import broadcast_in_dim, full, full_like, iota, reshape
+from mytorch.lax.structural import broadcast_in_dim, concatenate, full, full_like, iota, reshape
 from mytorch.lax.structural_rules import _fit
 
 
@@ -107,6 +110,10 @@ def _window_sizes(operand_ndim, updates_shape, dn):
 def _undo_scatter(x, indices, updates_shape, dn, mode, sorted_=False, unique=False):
     """The windows a scatter of `dn` and `mode` wrote, read back from `x` (0 for dropped
     windows): an array of `updates_shape`."""
+    if 0 in aval_of(x).shape:
+        # nothing was written; no gather can express this (a size-0 dim cannot be
+        # collapsed or indexed by a batching dim: those take slices of size 1)
+        return _zeros(aval_of(x), updates_shape)
     return gather(x, indices, _gather_dnums_of(dn), _window_sizes(aval_of(x).ndim,
                                                                   updates_shape, dn),
                   mode=_gather_mode_of_scatter(mode), fill_value=0,
@@ -405,5 +412,271 @@ def _scatter_extremal_jvp(prim):
 
 _scatter_extremal_jvp(ix.scatter_min_p)
 _scatter_extremal_jvp(ix.scatter_max_p)
+
+
+# ---- batching -----------------------------------------------------------------------------
+# Every rule is one primitive call on the batched operands (plus moves and broadcasts):
+#
+#   dynamic_slice         starts unbatched: one more start (0) and a full-size slice along the
+#                         batch dim; a batched start: a "clip" gather (clamps like
+#                         dynamic_slice) of one index row per example
+#   dynamic_update_slice  starts unbatched: the same, with operand and update sharing a batch
+#                         dim; a batched start: a "clip" scatter of one window per example
+#   gather                operand batched only: the batch dim is one more full-size window
+#                         dim; indices batched only: one more batch dim of the indices; both:
+#                         one more operand/indices batching dim pair
+#   scatter*              indices unbatched: the batch dim is one more full-size window dim
+#                         (updates broadcast if unbatched); indices batched: one more batching
+#                         dim pair (operand and updates broadcast if unbatched)
+#
+# Per example, the update elements keep their relative (row-major) order, and examples write
+# disjoint parts of the operand, so a replacing scatter with repeated indices keeps the
+# winner the eager kernel picks for each example alone.
+def _ndim(x, dim):
+    """The rank of one example of `x` (batched along `dim`, or not at all)."""
+    return aval_of(x).ndim - (dim is not not_mapped)
+
+
+def _slot_after(marks, k):
+    """The position at which a new dim lands right after the k-th of the sorted dims
+    `marks` (at 0 when k is 0): inserted there, it has exactly k of them before it."""
+    return marks[k - 1] + 1 if k else 0
+
+
+def _insert_sorted(dims, new):
+    """`dims` (already shifted past `new`) with `new` inserted in order."""
+    return tuple(sorted((*dims, new)))
+
+
+def _insert_at(values, pos, value):
+    return (*values[:pos], value, *values[pos:])
+
+
+def _index_bdim(indices, dim):
+    """Batched indices whose last dim is still the index vector (batch dim moved to the front
+    if it came after it)."""
+    if dim == aval_of(indices).ndim - 1:
+        return moveaxis(indices, dim, 0), 0
+    return indices, dim
+
+
+def _batch_slot(window_dims, rank, k):
+    """The output position of a new k-th batch dim of the indices, in a gather output (or
+    updates) of `rank` dims whose window dims are `window_dims`."""
+    others = [d for d in range(rank) if d not in window_dims]
+    return _slot_after(others, k)
+
+
+def _window_rank_before(dim, n_dims, dropped):
+    """How many window dims (dims not in `dropped`) of an example come before `dim`."""
+    return sum(1 for d in range(min(dim, n_dims)) if d not in dropped)
+
+
+def _with_batching_pair(obatch, ibatch, odim, idim):
+    """The (operand, indices) batching dims with the pair (odim, idim) added, the operand's
+    list kept sorted; both lists must already be shifted past the new dims."""
+    new_obatch = _insert_sorted(obatch, odim)
+    j = new_obatch.index(odim)
+    return new_obatch, _insert_at(ibatch, j, idim)
+
+
+# ---- gather --------------------------------------------------------------------------------
+def _gather_batching(axis, args, dims, *, dimension_numbers, slice_sizes, mode, fill_value,
+                     indices_are_sorted, unique_indices):
+    (x, indices), (x_dim, i_dim) = args, dims
+    dn = dimension_numbers
+    params = {"mode": mode, "fill_value": fill_value}
+    if i_dim is not_mapped:
+        # the operand's batch dim is a window dim, read whole from 0 by every index vector
+        dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+        k = _window_rank_before(x_dim, len(slice_sizes), dropped)
+        out_dim = _slot_after(dn.offset_dims, k)
+        new_dn = GatherDimensionNumbers(
+            offset_dims=_insert_sorted(shift_dims(dn.offset_dims, out_dim), out_dim),
+            collapsed_slice_dims=shift_dims(dn.collapsed_slice_dims, x_dim),
+            start_index_map=shift_dims(dn.start_index_map, x_dim),
+            operand_batching_dims=shift_dims(dn.operand_batching_dims, x_dim),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        out = gather_p.bind(x, indices, dimension_numbers=new_dn,
+                            slice_sizes=_insert_at(slice_sizes, x_dim, axis.size),
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, **params)
+        return out, out_dim
+    indices, i_dim = _index_bdim(indices, i_dim)
+    out_rank = len(dn.offset_dims) + _ndim(indices, i_dim) - 1
+    out_dim = _batch_slot(dn.offset_dims, out_rank, i_dim)
+    offset_dims = shift_dims(dn.offset_dims, out_dim)
+    ibatch = shift_dims(dn.start_indices_batching_dims, i_dim)
+    if x_dim is not_mapped:
+        # each example's index vectors become more batch positions of one gather; two
+        # examples may read the same slice
+        new_dn = dn._replace(offset_dims=offset_dims, start_indices_batching_dims=ibatch)
+        out = gather_p.bind(x, indices, dimension_numbers=new_dn, slice_sizes=slice_sizes,
+                            indices_are_sorted=False, unique_indices=False, **params)
+        return out, out_dim
+    # example b's index vectors read example b of the operand: a batching dim pair
+    obatch, ibatch = _with_batching_pair(shift_dims(dn.operand_batching_dims, x_dim), ibatch,
+                                         x_dim, i_dim)
+    new_dn = GatherDimensionNumbers(
+        offset_dims=offset_dims,
+        collapsed_slice_dims=shift_dims(dn.collapsed_slice_dims, x_dim),
+        start_index_map=shift_dims(dn.start_index_map, x_dim),
+        operand_batching_dims=obatch, start_indices_batching_dims=ibatch)
+    # batching dims take slice size 1 (0 for an empty batch, which has no slice to read)
+    sizes = _insert_at(slice_sizes, x_dim, min(axis.size, 1))
+    out = gather_p.bind(x, indices, dimension_numbers=new_dn, slice_sizes=sizes,
+                        indices_are_sorted=False, unique_indices=unique_indices, **params)
+    return out, out_dim
+
+
+gather_p.def_batching(_gather_batching)
+
+
+# ---- scatter family ------------------------------------------------------------------------
+def _scatter_batching(prim):
+    def rule(axis, args, dims, *, dimension_numbers, mode, indices_are_sorted,
+             unique_indices):
+        (x, indices, updates), (x_dim, i_dim, u_dim) = args, dims
+        dn, size = dimension_numbers, axis.size
+        u_rank = _ndim(updates, u_dim)
+        if x_dim is not_mapped:  # the result is batched: every example starts from x
+            x, x_dim = broadcast_batched(x, size, 0), 0
+        x_rank = aval_of(x).ndim - 1
+        inserted = shift_dims(dn.inserted_window_dims, x_dim)
+        to_operand = shift_dims(dn.scatter_dims_to_operand_dims, x_dim)
+        obatch = shift_dims(dn.operand_batching_dims, x_dim)
+        if i_dim is not_mapped:
+            # the operand's batch dim is a window dim, written whole from 0 by every window
+            dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+            k = _window_rank_before(x_dim, x_rank, dropped)
+            w_dim = _slot_after(dn.update_window_dims, k)
+            updates = bdim_to(updates, u_dim, w_dim, size)
+            new_dn = ScatterDimensionNumbers(
+                update_window_dims=_insert_sorted(shift_dims(dn.update_window_dims, w_dim),
+                                                  w_dim),
+                inserted_window_dims=inserted, scatter_dims_to_operand_dims=to_operand,
+                operand_batching_dims=obatch,
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+            out = prim.bind(x, indices, updates, dimension_numbers=new_dn, mode=mode,
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices)
+            return out, x_dim
+        # example b's windows go to example b of the operand: a batching dim pair
+        indices, i_dim = _index_bdim(indices, i_dim)
+        s_dim = _batch_slot(dn.update_window_dims, u_rank, i_dim)
+        updates = bdim_to(updates, u_dim, s_dim, size)
+        obatch, ibatch = _with_batching_pair(
+            obatch, shift_dims(dn.scatter_indices_batching_dims, i_dim), x_dim, i_dim)
+        new_dn = ScatterDimensionNumbers(
+            update_window_dims=shift_dims(dn.update_window_dims, s_dim),
+            inserted_window_dims=inserted, scatter_dims_to_operand_dims=to_operand,
+            operand_batching_dims=obatch, scatter_indices_batching_dims=ibatch)
+        out = prim.bind(x, indices, updates, dimension_numbers=new_dn, mode=mode,
+                        indices_are_sorted=False, unique_indices=unique_indices)
+        return out, x_dim
+
+    prim.def_batching(rule)
+    return rule
+
+
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, ix.scatter_min_p, ix.scatter_max_p):
+    _scatter_batching(_prim)
+
+
+# ---- dynamic_slice, dynamic_update_slice ---------------------------------------------------
+def _zero_start(starts):
+    """A 0-d start of 0, of the starts' dtype (int32 when there are none)."""
+    dtype = aval_of(starts[0]).dtype if starts else np.dtype(np.int32)
+    return full((), 0, dtype)
+
+
+def _clamped_start(start, hi):
+    """`start` clamped to [0, hi] in its own dtype (so no value wraps on conversion)."""
+    dtype = aval_of(start).dtype
+    info = np.iinfo(dtype)
+    if hi <= info.max:
+        start = lax_min(start, weak_scalar(hi, dtype))
+    if info.min < 0:
+        start = lax_max(start, weak_scalar(0, dtype))
+    return start
+
+
+def _start_rows(starts, dims, his, size):
+    """The starts as index rows: an integer array (size, len(starts)) whose row b holds
+    example b's starts. Starts of different dtypes are clamped to [0, hi] first (as the
+    primitives do), then converted to one dtype that holds every clamped value."""
+    dtypes_in = {aval_of(s).dtype for s in starts}
+    if len(dtypes_in) > 1:
+        wide = max(his, default=0) > np.iinfo(np.int32).max
+        target = dtypes.default_int() if wide else np.dtype(np.int32)
+        starts = [convert_element_type(_clamped_start(s, hi), target)
+                  for s, hi in zip(starts, his, strict=True)]
+    cols = [broadcast_in_dim(s, (size, 1), () if d is not_mapped else (0,))
+            for s, d in zip(starts, dims, strict=True)]
+    return cols[0] if len(cols) == 1 else concatenate(cols, 1)
+
+
+def _dynamic_slice_batching(axis, args, dims, *, slice_sizes):
+    (x, *starts), (x_dim, *s_dims) = args, dims
+    size = axis.size
+    if all(d is not_mapped for d in s_dims):
+        # the batch dim is sliced whole
+        starts = _insert_at(tuple(starts), x_dim, _zero_start(starts))
+        out = dynamic_slice_p.bind(x, *starts, slice_sizes=_insert_at(slice_sizes, x_dim, size))
+        return out, x_dim
+    shape = aval_of(x).shape
+    if x_dim is not_mapped:
+        his = [n - k for n, k in zip(shape, slice_sizes, strict=True)]
+    else:
+        his = [n - k for n, k in zip(shape[:x_dim] + shape[x_dim + 1:], slice_sizes,
+                                     strict=True)]
+    rows = _start_rows(starts, s_dims, his, size)
+    r = len(slice_sizes)
+    # gather's "clip" clamps each start to [0, dim - size], as dynamic_slice does
+    if x_dim is not_mapped:
+        dn = GatherDimensionNumbers(offset_dims=tuple(range(1, r + 1)),
+                                    collapsed_slice_dims=(), start_index_map=tuple(range(r)))
+        sizes = slice_sizes
+    else:
+        dn = GatherDimensionNumbers(
+            offset_dims=tuple(range(1, r + 1)), collapsed_slice_dims=(),
+            start_index_map=tuple(d for d in range(r + 1) if d != x_dim),
+            operand_batching_dims=(x_dim,), start_indices_batching_dims=(0,))
+        sizes = _insert_at(slice_sizes, x_dim, min(size, 1))
+    out = gather_p.bind(x, rows, dimension_numbers=dn, slice_sizes=sizes, mode="clip",
+                        fill_value=None, indices_are_sorted=False, unique_indices=False)
+    return out, 0
+
+
+def _dynamic_update_slice_batching(axis, args, dims):
+    (x, update, *starts), (x_dim, u_dim, *s_dims) = args, dims
+    size = axis.size
+    if all(d is not_mapped for d in s_dims):
+        # operand and update share a batch dim, written whole from 0
+        dim = u_dim if x_dim is not_mapped else x_dim
+        x, update = bdim_to(x, x_dim, dim, size), bdim_to(update, u_dim, dim, size)
+        starts = _insert_at(tuple(starts), dim, _zero_start(starts))
+        return dynamic_update_slice_p.bind(x, update, *starts), dim
+    if x_dim is not_mapped:
+        x, x_dim = broadcast_batched(x, size, 0), 0
+    update = bdim_to(update, u_dim, 0, size)
+    shape = aval_of(x).shape
+    u_shape = aval_of(update).shape[1:]
+    his = [n - k for n, k in zip(shape[:x_dim] + shape[x_dim + 1:], u_shape, strict=True)]
+    rows = _start_rows(starts, s_dims, his, size)
+    r = len(u_shape)
+    # one window per example, each in its own example of the operand: unique positions;
+    # scatter's "clip" clamps each start to [0, dim - size], as dynamic_update_slice does
+    dn = ScatterDimensionNumbers(
+        update_window_dims=tuple(range(1, r + 1)), inserted_window_dims=(),
+        scatter_dims_to_operand_dims=tuple(d for d in range(r + 1) if d != x_dim),
+        operand_batching_dims=(x_dim,), scatter_indices_batching_dims=(0,))
+    out = scatter_p.bind(x, rows, update, dimension_numbers=dn, mode="clip",
+                         indices_are_sorted=False, unique_indices=True)
+    return out, x_dim
+
+
+dynamic_slice_p.def_batching(_dynamic_slice_batching)
+dynamic_update_slice_p.def_batching(_dynamic_update_slice_batching)
 
 __all__ = []
