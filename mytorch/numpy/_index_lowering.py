@@ -258,10 +258,14 @@ class _Gather:
         self.indexed_shape = tuple(full)
         bad = [d for d, s in enumerate(self.slice_sizes) if s > self.shape[d]]
         self.empty = bool(bad) or math.prod(self.out_shape) == 0
-        if bad and math.prod(self.out_shape):
-            raise IndexError(f"index is out of bounds for axis {bad[0]} with size 0")
+        # indices into an empty axis: a gather has nothing to read (an error), while a
+        # scatter drops every update (all positions are out of bounds), leaving x as it is
+        self.reads_empty_axis = bad[0] if bad and math.prod(self.out_shape) else None
 
     def gather(self, x, mode=None, fill_value=None, sorted_=False, unique=False):
+        if self.reads_empty_axis is not None:
+            raise IndexError(f"index is out of bounds for axis {self.reads_empty_axis} with "
+                             "size 0")
         if self.empty:
             y = _zeros(self.out_shape, x.dtype, x.weak_type)
         else:

@@ -47,7 +47,11 @@ def _from_sequence(seq, dtype):
     value = np.asarray(seq)
     if value.dtype == object:
         raise TypeError(f"cannot convert the ragged or mixed sequence {seq!r:.80} to an array")
-    if dtype is None and value.dtype.kind == "f":
+    if dtype is None and any(isinstance(v, (np.ndarray, np.generic)) for v in leaves):
+        # NumPy leaves keep their dtype (Python scalars beside them are weak), as for the
+        # same values inside Arrays: mnp.array([np.int8(1)]) is int8, not the default int
+        value = value.astype(result_type(*leaves))
+    elif dtype is None and value.dtype.kind == "f":
         value = value.astype(dtypes.default_float())
     elif dtype is None and value.dtype.kind in "iu":
         value = value.astype(dtypes.default_int())

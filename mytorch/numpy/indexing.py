@@ -59,7 +59,10 @@ def getitem(arr, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
     """
     x, entries, _ = _prepare(arr, idx)
     kinds = {e[0] for e in entries}
-    if "arr" not in kinds and ("dyn" not in kinds or mode not in ("fill", "drop")):
+    # ints read from arrays (traced or concrete) honour mode="fill"/"drop" as a gather;
+    # otherwise they clamp, and a slice or dynamic_slice is enough
+    from_arrays = kinds & {"dyn", "cint"}
+    if "arr" not in kinds and (not from_arrays or mode not in ("fill", "drop")):
         return _basic_get(x, entries)
     return _indexer(x.shape, entries).gather(x, mode, fill_value, indices_are_sorted,
                                              unique_indices)
