@@ -1,9 +1,10 @@
-"""Derivative rules of the elementwise primitives (defined in elementwise.py).
+"""Derivative and batching rules of the elementwise primitives (defined in elementwise.py).
 
-Conventions at the awkward points follow JAX: d|x| at 0 is 1 (x >= 0 takes the + side); max/min split ties, giving
-half the tangent to each operand; d sqrt at 0 is inf; d(x**y)/dx is 0 where y == 0 and
-d(x**y)/dy is 0 where x == 0; rounding, sign, comparisons and bit operations have zero
-derivative. Rules are written with lax operations, so they differentiate again.
+Conventions at the awkward points follow JAX: d|x| at 0 is 1 (x >= 0 takes the + side);
+max/min split ties, giving half the tangent to each operand; d sqrt at 0 is inf;
+d(x**y)/dx is 0 where y == 0 and d(x**y)/dy is 0 where x == 0; rounding, sign, comparisons
+and bit operations have zero derivative. Rules are written with lax operations, so they
+differentiate again. Batching: every elementwise primitive batches as itself (see the end).
 """
 
 import math

@@ -325,7 +325,9 @@ def test_vmap_of_reduce_window_grad_matches_loop(x64, problem, op, data, size, s
 
 def test_nested_vmap_of_reduce_window():
     x = np.random.default_rng(1).standard_normal((2, 5, 3, 4)).astype(np.float32)
-    pool = lambda a: lax.reduce_window_sum(a, (2, 2), (2, 1), ((1, 0), (0, 1)))
+    def pool(a):
+        return lax.reduce_window_sum(a, (2, 2), (2, 1), ((1, 0), (0, 1)))
+
     got = mt.vmap(mt.vmap(pool, 1), 0)(x)  # examples (i, j) are x[i, :, j, :]
     want = loop_reference(lambda a: loop_reference(pool, (a,), 1, 0), (x,), 0, 0)
     assert_tree_close(got, want, **TOL)
