@@ -126,6 +126,13 @@ def test_error_inconsistent_sizes_names_arguments():
     assert "test_api.py" in msg
 
 
+def test_error_names_keyword_and_variadic_arguments():
+    with pytest.raises(ValueError, match=r"keyword argument y\['a'\] of type f32\[4\] has size 4"):
+        mt.vmap(lambda x, *, y: x)(np.ones((3, 2)), y={"a": np.ones(4)})
+    with pytest.raises(ValueError, match=r"argument args\[1\] of type f32\[4\] has size 4"):
+        mt.vmap(lambda *xs: xs[0])(np.ones((3, 2)), np.ones(4))
+
+
 def test_error_axis_out_of_range_names_argument():
     with pytest.raises(ValueError, match=r"map argument y of type f32\[3\] along axis 1"):
         mt.vmap(lambda x, y: x + y, in_axes=(0, 1))(np.ones((3, 3)), np.ones(3))
