@@ -73,7 +73,7 @@ def programs(draw):
 
 
 def run(steps, x, y):
-    values = [x, y]
+    values = [mnp.asarray(x), mnp.asarray(y)]  # the loop reference passes NumPy arrays
     for name, ins in steps:
         fn = UNARY.get(name) or BINARY[name]
         values.append(fn(*[values[i] for i in ins]))
