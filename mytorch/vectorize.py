@@ -190,16 +190,15 @@ def _batch_size(fun, leaves, dims, paths, axis_size):
 
 
 def _place_outputs(fun, outs, out_dims, out_tree, out_axes, size):
+    skeleton = tree_util.tree_unflatten(out_tree, [0] * len(outs))
     try:
         axes = tree_util.broadcast_prefix_named(
-            out_axes, tree_util.tree_unflatten(out_tree, [0] * len(outs)), _is_none,
-            f"vmap({_name(fun)})", "out_axes", "the output")
+            out_axes, skeleton, _is_none, f"vmap({_name(fun)})", "out_axes", "the output")
     except ValueError as err:
         raise ValueError(f"{err}{_at()}; out_axes must be a tree prefix of the output") \
             from None
     result = []
-    paths = [p for p, _ in tree_util.tree_flatten_with_path(
-        tree_util.tree_unflatten(out_tree, [0] * len(outs)))[0]]
+    paths = [p for p, _ in tree_util.tree_flatten_with_path(skeleton)[0]]
     for x, d, ax, path in zip(outs, out_dims, axes, paths):
         if ax is None:
             if d is not not_mapped:

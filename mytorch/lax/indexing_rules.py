@@ -260,7 +260,7 @@ def _scatter_transpose(ct, x, indices, updates, *, dimension_numbers, mode,
     if is_undefined(indices):
         raise TypeError("scatter: the indices cannot be linear")
     if not unique_indices:
-        raise NotImplementedError(
+        raise TypeError(
             "scatter: the transpose of a replacing scatter is only defined with "
             "unique_indices=True (the JVP of a scatter with possibly repeated indices uses "
             "scatter_add, which transposes)")

@@ -20,7 +20,6 @@ The batching rules (vmap) are at the end, with a table of how each works.
 
 import numpy as np
 
-from mytorch.core.aval import ShapedArray
 from mytorch.core.trace import aval_of
 from mytorch.lax import structural as st
 from mytorch.lax._ad import defjvp_zero, deflinear, is_undefined
@@ -29,6 +28,7 @@ from mytorch.lax._utils import weak_scalar
 from mytorch.lax.elementwise import convert_element_type_p, select, sub
 from mytorch.lax.reductions import reduce_sum
 from mytorch.lax.structural import pad, reshape, rev, slice, transpose
+from mytorch.transforms.batching import unbatched_aval
 
 
 def _fit(ct, aval):
@@ -215,7 +215,7 @@ def _pad_batching(axis, args, dims, *, padding_config):
         return st.pad_p.bind(x, value, padding_config=config), x_dim
     # a per-example padding value: pad with zeros, then put each example's value wherever
     # the padding (not the operand) lands, found by padding a mask of the operand's shape
-    x_aval = _unbatched(x, x_dim)
+    x_aval = unbatched_aval(x, x_dim)
     inside = pad(st.full(x_aval.shape, True, np.bool_), False, padding_config)
     out_dim = 0 if x_dim is not_mapped else x_dim
     zero = weak_scalar(0, x_aval.dtype)  # weak: the result is weak when x and value are
@@ -236,14 +236,6 @@ def _concatenate_batching(axis, args, dims, *, dimension):
 
 def _iota_batching(axis, args, dims, **params):
     return st.iota_p.bind(**params), not_mapped
-
-
-def _unbatched(x, dim):
-    """The aval of one example of `x` (batched along `dim`, or not at all)."""
-    a = aval_of(x)
-    if dim is not_mapped:
-        return a
-    return ShapedArray(a.shape[:dim] + a.shape[dim + 1:], a.dtype, a.weak_type)
 
 
 st.broadcast_in_dim_p.def_batching(_broadcast_in_dim_batching)

@@ -107,7 +107,8 @@ class BatchTrace(Trace):
 CHECK_RULES = False
 
 
-def _unbatched_aval(x, dim):
+def unbatched_aval(x, dim):
+    """The abstract value of one example of `x` (batched along `dim`, or not at all)."""
     a = aval_of(x)
     if dim is not_mapped:
         return a
@@ -115,7 +116,7 @@ def _unbatched_aval(x, dim):
 
 
 def _check_rule(prim, axis, vals, dims, params, outs, out_dims):
-    expected = prim.abstract_eval(*[_unbatched_aval(v, d) for v, d in zip(vals, dims)],
+    expected = prim.abstract_eval(*[unbatched_aval(v, d) for v, d in zip(vals, dims)],
                                   **params)
     for v, d, e in zip(outs, out_dims, expected, strict=True):
         a = aval_of(v)
@@ -124,7 +125,7 @@ def _check_rule(prim, axis, vals, dims, params, outs, out_dims):
                 f"batching rule of {prim.name} returned {a.str_short()} with batch "
                 f"dimension {d}; the batch size is {axis.size}"
             )
-        got = _unbatched_aval(v, d)
+        got = unbatched_aval(v, d)
         if got.shape != e.shape or got.dtype != e.dtype:
             raise AssertionError(
                 f"batching rule of {prim.name} (dims {dims}) returned {a.str_short()} "
@@ -176,4 +177,4 @@ def batch_jaxpr(jaxpr, axis, in_dims, finish=None, name="vmap"):
 
 
 __all__ = ["BatchAxis", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr",
-           "batched_aval", "not_mapped"]
+           "batched_aval", "not_mapped", "unbatched_aval"]
