@@ -239,6 +239,22 @@ def _static_indices(q, n, method):
     return lo, hi, gamma
 
 
+def _counted_indices(q, n, nv, method, cdt):
+    """(lo, hi, gamma), each (K, B), for constant quantiles q (K,) of rows holding nv (1, B)
+    valid values out of n: looked up in tables computed for every count 0..n in float64,
+    so the index rounds exactly as NumPy's does (float32 arithmetic can cross a floor)."""
+    from mytorch.numpy.take_family import take
+
+    tables = [_static_indices(q, m, method) for m in range(n + 1)]
+    counts = lax.convert_element_type(lax.reshape(nv, (nv.shape[1],)), np.int32)
+
+    def lookup(i, dtype):
+        table = _arr(np.stack([t[i] for t in tables]).astype(dtype))  # (n + 1, K)
+        return lax.transpose(take(table, counts, axis=0, mode="clip"), (1, 0))
+
+    return lookup(0, np.int32), lookup(1, np.int32), lookup(2, cdt)
+
+
 def _traced_indices(q, nv, method):
     """(lo, hi, gamma) computed with lax: q (K, 1) and nv (1, B) or a Python int."""
     one, zero = _full((), 1, q.dtype), _full((), 0, q.dtype)
@@ -322,9 +338,10 @@ def _sorted_quantiles(s, static, qv, method, nan, out_shape):
         lo, hi, gamma = _static_indices(static, n, method)
         take = _take_static
         gamma = _bcast(_arr(gamma.reshape(k, 1).astype(cdt)), out_shape)
+    elif static is not None:  # constant q, per-row counts: NumPy's float64 index tables
+        lo, hi, gamma = _counted_indices(static, n, nv, method, cdt)
+        take = _take_rows
     else:
-        if static is not None:
-            qv = _arr(static.reshape(k, 1).astype(cdt))
         idx = _traced_indices(qv, nv if nan else n, method)
         lo, hi, gamma = (_bcast(v, out_shape) for v in idx)
         take = _take_rows
