@@ -91,6 +91,7 @@ def checkpoint(fun, *, policy=None, prevent_cse=True, static_argnums=()):
 remat = checkpoint
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True, kind="call")
+checkpoint_p.inline_param = "jaxpr"
 
 
 @checkpoint_p.def_abstract_eval

@@ -185,6 +185,7 @@ def _check_rule_out(fun, rule, out_tree, jaxpr, tree, leaves, what):
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True, kind="call")
+custom_jvp_call_p.inline_param = "call_jaxpr"  # compiled code runs the primal function
 
 
 @custom_jvp_call_p.def_abstract_eval
@@ -304,6 +305,7 @@ def _check_bwd_out(fun, got, in_tree, in_avals):
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True, kind="call")
+custom_vjp_call_p.inline_param = "call_jaxpr"
 
 
 @custom_vjp_call_p.def_abstract_eval

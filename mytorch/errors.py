@@ -34,3 +34,7 @@ class NonHashableStaticArgError(MytorchError, ValueError):
 
 class X64Warning(UserWarning):
     """A 64-bit dtype was requested while `enable_x64` is off; 32 bits are used instead."""
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function was traced again; the message says which argument changed."""

@@ -67,6 +67,12 @@ class Backend:
         """Make a kernel's result an array buffer of exactly `dtype`."""
         raise NotImplementedError
 
+    def compile(self, jaxpr, consts, donated, name, debug_nans=False):
+        """Compile `jaxpr` (its constvars bound to `consts`): returns (fn, text) where
+        fn(*buffers) -> list of buffers and text is what `lower(...).as_text()` shows.
+        `donated[i]`: input i may be overwritten."""
+        raise NotImplementedError(f"the {self.platform} backend has no compiler")
+
 
 def register_backend(backend):
     _BACKENDS[backend.platform] = backend

@@ -25,6 +25,10 @@ class Primitive:
         used by the registry test to decide which rules the primitive must have.
       impl: optional fn(*arrays, **params) that the eager trace calls instead of a kernel
         (call primitives such as jit).
+      effectful: the primitive has a side effect (debug callbacks): passes never remove,
+        merge, fold or reorder its equations.
+      inline_param: for call primitives that compilation may inline, the name of the param
+        holding the called Jaxpr (no constvars; its invars are the equation's operands).
     """
 
     def __init__(self, name, *, multiple_results=False, kind="other"):
@@ -35,6 +39,8 @@ class Primitive:
         self.lowerings = {}
         self.impl = None
         self.linear = False
+        self.effectful = False
+        self.inline_param = None
         self._abstract_eval = None
         _REGISTRY[name] = self
 

@@ -38,6 +38,12 @@ class NumpyBackend(Backend):
             return buf.astype(dtype)
         return buf
 
+    def compile(self, jaxpr, consts, donated, name, debug_nans=False):
+        """Generate NumPy code for `jaxpr`: (fn(*buffers) -> list of buffers, source)."""
+        from mytorch.backends.numpy.codegen import generate
+
+        return generate(jaxpr, consts, donated, name, self, debug_nans)
+
 
 numpy_backend = NumpyBackend()
 register_backend(numpy_backend)

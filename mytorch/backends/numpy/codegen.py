@@ -1,0 +1,285 @@
+"""The NumPy backend's compiler: one generated Python function per jaxpr.
+
+    def f(a0, a1):
+        _tok = _errset(_IGNORE)
+        try:
+            v0 = np.matmul(a0, a1)
+            v1 = np.tanh(v0, out=v0)          # v0 dies here: its buffer is reused
+            return [v1]
+        finally:
+            _errreset(_tok)
+
+Variables are locals, scalar literals are inlined, constants are module globals of the
+generated code, and each primitive is one NumPy call where an emitter exists (emitters.py),
+else a call of its eager kernel. Buffers are tracked so that a dead intermediate (one that
+nothing else views) is written again through `out=`, in place when an elementwise op's
+operand dies at that op; donated inputs that nothing else references join that pool.
+Reshapes, transposes, slices and broadcasts are NumPy views.
+"""
+
+import functools
+import itertools
+
+import numpy as np
+
+from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
+from mytorch.core.jaxpr import DropVar, Literal, Var
+
+try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
+    from numpy._core._multiarray_umath import _make_extobj
+    from numpy._core._ufunc_config import _extobj_contextvar
+
+    _IGNORE = _make_extobj(all="ignore")
+    _errset, _errreset = _extobj_contextvar.set, _extobj_contextvar.reset
+except ImportError:  # pragma: no cover - other NumPy versions
+    _IGNORE = None
+
+    def _errset(_):
+        state = np.seterr(all="ignore")
+        return state
+
+    def _errreset(state):
+        np.seterr(**state)
+
+
+class Generator:
+    """Generates the source of one function computing `jaxpr`; see the module docstring."""
+
+    def __init__(self, jaxpr, consts, donated, name, debug_nans=False, backend=None):
+        self.jaxpr, self.name, self.debug_nans = jaxpr, name, debug_nans
+        self.backend = backend
+        self.ns = {"np": np, "_errset": _errset, "_errreset": _errreset, "_IGNORE": _IGNORE,
+                   **RUNTIME}
+        self.lines, self.names = [], {}
+        self._ids = itertools.count()
+        self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
+        self.pool = {}
+        self.last_use = _last_uses(jaxpr)
+        self.donated = donated
+        for v, c in zip(jaxpr.constvars, consts, strict=True):
+            self.ns[self._bind(v, "c")] = np.asarray(c)
+            self._new_root(v, owned=False)
+        self.params = [self._bind(v, "a") for v in jaxpr.invars]
+        for v, d in zip(jaxpr.invars, donated, strict=True):
+            self._new_root(v, owned=bool(d) and len(v.aval.shape) > 0)
+
+    # ---- names and values ------------------------------------------------------------------
+    def _bind(self, v, prefix="v"):
+        name = f"{prefix}{next(self._ids)}"
+        self.names[v] = name
+        return name
+
+    def hoist(self, value, prefix="k"):
+        """A global of the generated code holding `value`."""
+        name = f"_{prefix}{next(self._ids)}"
+        self.ns[name] = value
+        return name
+
+    def dtype(self, dt):
+        return self.hoist(np.dtype(dt), "dt")
+
+    def src(self, v, scalar_ok):
+        """Source for reading operand `v`: a name, or an inlined Python scalar literal."""
+        if type(v) is Literal:
+            value = np.asarray(v.val)
+            if scalar_ok and value.dtype.kind in "biuf" and np.isfinite(value):
+                return repr(value.item())
+            return self.hoist(value, "l")
+        return self.names[v]
+
+    # ---- buffers ---------------------------------------------------------------------------
+    def _new_root(self, v, owned):
+        self.root[v] = v
+        self.live[v] = 1
+        if owned:
+            self.owned.add(v)
+
+    def fresh(self, eqn):
+        self._kind = ("fresh",)
+
+    def view_of(self, eqn, i):
+        self._kind = ("view", i)
+
+    def out_buffer(self, eqn, args, in_place):
+        """A dead buffer of the result's shape and dtype to write into, or None: an operand
+        dying at this equation (when `in_place`), else one from the pool."""
+        aval = eqn.outvars[0].aval
+        if not aval.shape:
+            return None
+        if in_place:
+            for v in eqn.invars:
+                if (type(v) is Var and self.last_use.get(v) == self._index and v in self.owned
+                        and self.root[v] is v and self.live[v] == 1 and v not in self.consumed
+                        and v.aval.shape == aval.shape and v.aval.dtype == aval.dtype):
+                    self.consumed.add(v)
+                    return self.names[v]
+        free = self.pool.get((aval.shape, aval.dtype))
+        return free.pop() if free else None
+
+    def _release(self, v):
+        r = self.root.get(v)
+        if r is None:
+            return
+        self.live[r] -= 1
+        if self.live[r] == 0 and r in self.owned and r not in self.consumed:
+            self.pool.setdefault((r.aval.shape, r.aval.dtype), []).append(self.names[r])
+
+    # ---- emission --------------------------------------------------------------------------
+    def emit_all(self):
+        for i, eqn in enumerate(self.jaxpr.eqns):
+            self._index = i
+            self.emit(eqn)
+            for v in eqn.invars:
+                if type(v) is Var and self.last_use.get(v) == i:
+                    self._release(v)
+                    self.last_use[v] = None  # released once, even when read twice
+            for v in eqn.outvars:
+                if type(v) is Var and v not in self.last_use:
+                    self._release(v)  # computed but never read
+
+    def emit(self, eqn):
+        prim = eqn.primitive
+        self._kind = None
+        expr = None
+        fn = EMITTERS.get(prim)
+        if fn is not None and not prim.multiple_results:
+            scalar_ok = any(type(v) is Var for v in eqn.invars)
+            expr = fn(self, eqn, [self.src(v, scalar_ok) for v in eqn.invars])
+        if expr is None:
+            self._kind = None
+            self._emit_kernel(eqn)
+        else:
+            out = eqn.outvars[0]
+            target = self._bind(out) if type(out) is Var else "_"
+            self.lines.append(f"{target} = {expr}")
+        self._track(eqn)
+        if self.debug_nans:
+            self._emit_nan_check(eqn)
+
+    def _track(self, eqn):
+        kind = self._kind
+        for v in eqn.outvars:
+            if type(v) is not Var:
+                continue
+            if kind and kind[0] == "view" and type(eqn.invars[kind[1]]) is Var:
+                r = self.root[eqn.invars[kind[1]]]
+                self.root[v] = r
+                self.live[r] += 1
+            else:
+                fresh = kind is not None and kind[0] == "fresh"
+                self._new_root(v, owned=fresh and len(v.aval.shape) > 0)
+
+    def _emit_kernel(self, eqn):
+        prim = eqn.primitive
+        kernel = self._kernel(prim, eqn.params)
+        args = []
+        for v in eqn.invars:
+            s = self.src(v, scalar_ok=False)
+            args.append(f"np.asarray({s})" if type(v) is Var and not v.aval.shape else s)
+        call = f"{kernel}({', '.join(args)})"
+        outs = [self._bind(v) if type(v) is Var else "_" for v in eqn.outvars]
+        coerce = self.hoist(self.backend.coerce, "coerce")
+        if not prim.multiple_results:
+            dt = self.dtype(eqn.outvars[0].aval.dtype)
+            self.lines.append(f"{outs[0]} = {coerce}({call}, {dt})")
+            return
+        if not outs:
+            self.lines.append(call)
+            return
+        tmp = f"_r{next(self._ids)}"
+        self.lines.append(f"{tmp} = {call}")
+        for j, (name, v) in enumerate(zip(outs, eqn.outvars, strict=True)):
+            if name != "_":
+                self.lines.append(f"{name} = {coerce}({tmp}[{j}], {self.dtype(v.aval.dtype)})")
+
+    def _kernel(self, prim, params):
+        try:
+            fn = self.backend.kernel(prim)
+        except NotImplementedError:
+            if prim.impl is None:
+                raise
+            fn = _impl_kernel(prim)
+        return self.hoist(functools.partial(fn, **params) if params else fn,
+                          prim.name.replace("-", "_"))
+
+    def _emit_nan_check(self, eqn):
+        outs = [self.names[v] for v in eqn.outvars if type(v) is Var
+                and v.aval.dtype.kind == "f"]
+        if not outs:
+            return
+        ins = [self.src(v, False) for v in eqn.invars]
+        where = self.hoist(_describe(eqn), "where")
+        self.lines.append(f"_nan_check({where}, ({', '.join(outs)},), ({', '.join(ins)},))")
+        self.ns["_nan_check"] = _nan_check
+
+    # ---- the function ----------------------------------------------------------------------
+    def source(self):
+        outs = []
+        for v in self.jaxpr.outvars:
+            s = self.src(v, scalar_ok=False)
+            outs.append(f"np.asarray({s})" if not v.aval.shape else s)
+        body = [*self.lines, f"return [{', '.join(outs)}]"]
+        head = f"def {self.name}({', '.join(self.params)}):"
+        inner = "\n".join("        " + line for line in body)
+        return (f"{head}\n    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
+                f"    finally:\n        _errreset(_tok)\n")
+
+
+def _last_uses(jaxpr):
+    last = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if type(v) is Var:
+                last[v] = i
+    end = len(jaxpr.eqns)
+    for v in jaxpr.outvars:
+        if type(v) is Var:
+            last[v] = end
+    return last
+
+
+def _impl_kernel(prim):
+    """A kernel running a primitive's eager `impl` (call primitives) on NumPy buffers."""
+    from mytorch.core.array import ArrayImpl
+    from mytorch.core.trace import EVAL_TRACE, set_current_trace
+
+    def kernel(*bufs, **params):
+        with set_current_trace(EVAL_TRACE):
+            outs = prim.impl(*[ArrayImpl(b) for b in bufs], **params)
+        bufs = [o._buf for o in outs]
+        return bufs if prim.multiple_results else bufs[0]
+
+    return kernel
+
+
+def _describe(eqn):
+    where = f" at {eqn.source_info}" if eqn.source_info is not None else ""
+    ins = ", ".join(v.aval.str_short() for v in eqn.invars)
+    return f"{eqn.primitive.name}({ins}){where}"
+
+
+def _nan_check(where, outs, ins):
+    for o in outs:
+        if np.isnan(np.asarray(o, dtype=np.float32 if o.dtype.kind == "V" else None)).any():
+            for a in ins:
+                a = np.asarray(a)
+                if a.dtype.kind == "f" and np.isnan(a).any():
+                    return
+            raise FloatingPointError(
+                f"debug_nans: {where} produced a NaN from NaN-free inputs (in jit-compiled "
+                "code)")
+
+
+def generate(jaxpr, consts, donated, name, backend, debug_nans=False):
+    """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`."""
+    gen = Generator(jaxpr, consts, donated, _identifier(name), debug_nans, backend)
+    gen.emit_all()
+    src = gen.source()
+    code = compile(src, f"<jit {name}>", "exec")
+    exec(code, gen.ns)
+    return gen.ns[gen.name], src
+
+
+def _identifier(name):
+    ident = "".join(c if c.isalnum() or c == "_" else "_" for c in name or "f")
+    return ident if ident and not ident[0].isdigit() else "f_" + ident

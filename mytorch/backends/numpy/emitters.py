@@ -1,0 +1,271 @@
+"""Per-primitive Python/NumPy source emitters for the jit code generator (codegen.py).
+
+An emitter is `emit(g, eqn, args) -> str`: the source of an expression computing the
+equation's one result from `args` (source strings of its operands). It may ask the
+generator for an output buffer (`g.out_buffer(eqn, args)`, a name or None) to pass as
+`out=`, and says whether its result is a view of an operand (`g.view_of(eqn, i)`) or a fresh
+buffer (`g.fresh(eqn)`); everything else is treated as neither. Primitives without an emitter
+(or with operands an emitter declines, by returning None) call their eager kernel.
+
+Only dtypes NumPy computes natively take the direct route: float16 and bfloat16 go through
+the kernels, which compute them in float32 as the eager path does.
+"""
+
+import math
+
+import numpy as np
+
+from mytorch.lax.dot import dot_general_p
+from mytorch.lax import elementwise as ew
+from mytorch.lax import reductions as red
+from mytorch.lax import structural as st
+
+EMITTERS = {}
+_NATIVE = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float32, np.float64))
+_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def emitter(*prims):
+    def deco(fn):
+        for p in prims:
+            EMITTERS[p] = fn
+        return fn
+
+    return deco
+
+
+def _native(eqn):
+    return all(v.aval.dtype in _NATIVE for v in (*eqn.invars, *eqn.outvars))
+
+
+def _float_op(eqn):
+    return all(v.aval.dtype in _FLOATS for v in (*eqn.invars, *eqn.outvars))
+
+
+# ---- elementwise: one ufunc call --------------------------------------------------------
+
+def _ufunc_call(g, eqn, args, ufunc_name):
+    out = g.out_buffer(eqn, args, in_place=True)
+    g.fresh(eqn)
+    extra = f", out={out}" if out else ""
+    return f"np.{ufunc_name}({', '.join(args)}{extra})"
+
+
+def _ufunc_emitter(ufunc_name, floats_only=False):
+    def emit(g, eqn, args):
+        if not (_float_op(eqn) if floats_only else _native(eqn)):
+            return None
+        return _ufunc_call(g, eqn, args, ufunc_name)
+
+    return emit
+
+
+def _register_ufuncs():
+    for prim in (p for p in _elementwise_prims() if isinstance(getattr(p, "numpy_fn", None),
+                                                               np.ufunc)):
+        if prim in (ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p,
+                    ew.nextafter_p):
+            continue  # kernels handle out-of-range shifts and bfloat16 steps
+        name = prim.numpy_fn.__name__
+        EMITTERS[prim] = _ufunc_emitter(name)
+
+
+def _elementwise_prims():
+    return [v for v in vars(ew).values() if getattr(v, "kind", None) == "elementwise"]
+
+
+_register_ufuncs()
+EMITTERS[ew.div_p] = _ufunc_emitter("true_divide", floats_only=True)
+EMITTERS[ew.rem_p] = _ufunc_emitter("fmod", floats_only=True)
+
+
+@emitter(ew.integer_pow_p)
+def _integer_pow(g, eqn, args):
+    y = eqn.params["y"]
+    if not _native(eqn) or y not in (1, 2, 3):
+        return None
+    if y == 1:
+        g.view_of(eqn, 0)
+        return args[0]
+    if y == 2:
+        return _ufunc_call(g, eqn, args, "square")
+    g.fresh(eqn)
+    x = args[0]
+    return f"np.multiply(np.square({x}), {x})"
+
+
+@emitter(ew.logistic_p)
+def _logistic(g, eqn, args):
+    if not _float_op(eqn) or not eqn.outvars[0].aval.shape:
+        return None
+    out = g.out_buffer(eqn, args, in_place=True)
+    g.fresh(eqn)
+    return f"_logistic({args[0]}, {out})"
+
+
+def _logistic_runtime(x, out=None):
+    """1 / (1 + exp(-x)) in three in-place passes: exp overflows to inf for very negative x,
+    giving exactly 0, and small results keep their relative accuracy."""
+    t = np.negative(x, out=out)
+    np.exp(t, out=t)
+    np.add(t, 1, out=t)
+    return np.reciprocal(t, out=t)
+
+
+RUNTIME = {"_logistic": _logistic_runtime}
+
+
+@emitter(ew.select_n_p)
+def _select_n(g, eqn, args):
+    which = eqn.invars[0].aval
+    if which.dtype != np.bool_ or len(args) != 3 or not eqn.outvars[0].aval.shape:
+        return None
+    g.fresh(eqn)
+    return f"np.where({args[0]}, {args[2]}, {args[1]})"
+
+
+@emitter(ew.clamp_p)
+def _clamp(g, eqn, args):
+    if not _native(eqn) or not eqn.outvars[0].aval.shape:
+        return None
+    lo, x, hi = args
+    out = g.out_buffer(eqn, [x], in_place=True)
+    g.fresh(eqn)
+    extra = f", out={out}" if out else ""
+    return f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})"
+
+
+@emitter(ew.convert_element_type_p)
+def _convert(g, eqn, args):
+    src, dst = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
+    if src not in _NATIVE or dst not in _NATIVE or (dst.kind in "iu" and src.kind == "f"):
+        return None  # float -> int saturates in the kernel
+    g.fresh(eqn)
+    if dst == np.bool_:
+        return f"np.not_equal({args[0]}, 0)"
+    if not eqn.outvars[0].aval.shape:
+        return f"np.asarray({args[0]}, dtype={g.dtype(dst)})"
+    return f"{args[0]}.astype({g.dtype(dst)})"
+
+
+@emitter(ew.stop_gradient_p)
+def _stop_gradient(g, eqn, args):
+    g.view_of(eqn, 0)
+    return args[0]
+
+
+# ---- structural: views where NumPy gives them ---------------------------------------------
+@emitter(st.reshape_p)
+def _reshape(g, eqn, args):
+    if eqn.params["dimensions"] is not None:
+        return None
+    g.view_of(eqn, 0)
+    return f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})"
+
+
+@emitter(st.squeeze_p)
+def _squeeze(g, eqn, args):
+    g.view_of(eqn, 0)
+    return f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})"
+
+
+@emitter(st.transpose_p)
+def _transpose(g, eqn, args):
+    g.view_of(eqn, 0)
+    return f"np.transpose({args[0]}, {eqn.params['permutation']})"
+
+
+@emitter(st.broadcast_in_dim_p)
+def _broadcast_in_dim(g, eqn, args):
+    shape, dims = eqn.params["shape"], eqn.params["broadcast_dimensions"]
+    in_shape = eqn.invars[0].aval.shape
+    expanded = [1] * len(shape)
+    for i, d in enumerate(dims):
+        expanded[d] = in_shape[i]
+    g.view_of(eqn, 0)
+    x = args[0]
+    if tuple(expanded) != in_shape:
+        x = f"np.reshape({x}, {tuple(expanded)})"
+    return f"np.broadcast_to({x}, {tuple(shape)})"
+
+
+@emitter(st.slice_p)
+def _slice(g, eqn, args):
+    p = eqn.params
+    strides = p["strides"] or (1,) * len(p["start_indices"])
+    parts = [f"{a}:{b}" + (f":{c}" if c != 1 else "")
+             for a, b, c in zip(p["start_indices"], p["limit_indices"], strides)]
+    g.view_of(eqn, 0)
+    return f"{args[0]}[{', '.join(parts)},]" if parts else args[0]
+
+
+@emitter(st.rev_p)
+def _rev(g, eqn, args):
+    nd = len(eqn.invars[0].aval.shape)
+    dims = set(eqn.params["dimensions"])
+    g.view_of(eqn, 0)
+    if not dims:
+        return args[0]
+    parts = ["::-1" if i in dims else ":" for i in range(nd)]
+    return f"{args[0]}[{', '.join(parts)}]"
+
+
+@emitter(st.concatenate_p)
+def _concatenate(g, eqn, args):
+    g.fresh(eqn)
+    return f"np.concatenate(({', '.join(args)},), axis={eqn.params['dimension']})"
+
+
+# ---- reductions ----------------------------------------------------------------------------
+def _reduce_emitter(ufunc_name, need_nonempty):
+    def emit(g, eqn, args):
+        if not _float_op(eqn) and not (ufunc_name == "add" and _native(eqn)
+                                       and eqn.outvars[0].aval.dtype.kind in "iu"):
+            return None
+        aval = eqn.invars[0].aval
+        if need_nonempty and any(aval.shape[a] == 0 for a in eqn.params["axes"]):
+            return None
+        g.fresh(eqn)
+        dt = g.dtype(eqn.outvars[0].aval.dtype)
+        return f"np.{ufunc_name}.reduce({args[0]}, axis={tuple(eqn.params['axes'])}, dtype={dt})"
+
+    return emit
+
+
+EMITTERS[red.reduce_sum_p] = _reduce_emitter("add", False)
+EMITTERS[red.reduce_max_p] = _reduce_emitter("maximum", True)
+EMITTERS[red.reduce_min_p] = _reduce_emitter("minimum", True)
+
+
+# ---- dot_general: one matmul -----------------------------------------------------------
+@emitter(dot_general_p)
+def _dot_general(g, eqn, args):
+    if not _float_op(eqn):
+        return None
+    lhs, rhs = (v.aval.shape for v in eqn.invars)
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lfree = [i for i in range(len(lhs)) if i not in lc and i not in lb]
+    rfree = [i for i in range(len(rhs)) if i not in rc and i not in rb]
+    nb = math.prod(lhs[i] for i in lb)
+    m, n = math.prod(lhs[i] for i in lfree), math.prod(rhs[i] for i in rfree)
+    k = math.prod(lhs[i] for i in lc)
+    a = _arrange(args[0], lhs, (*lb, *lfree, *lc), (nb, m, k) if lb else (m, k))
+    b = _arrange(args[1], rhs, (*rb, *rc, *rfree), (nb, k, n) if lb else (k, n))
+    out_shape = eqn.outvars[0].aval.shape
+    mm_shape = (nb, m, n) if lb else (m, n)
+    g.fresh(eqn)
+    if tuple(mm_shape) == tuple(out_shape):
+        out = g.out_buffer(eqn, [], in_place=False)
+        return f"np.matmul({a}, {b}" + (f", out={out})" if out else ")")
+    return f"np.reshape(np.matmul({a}, {b}), {tuple(out_shape)})"
+
+
+def _arrange(x, shape, perm, target):
+    """Source viewing `x` (of `shape`) as `target` after permuting its axes by `perm`."""
+    if tuple(perm) != tuple(range(len(shape))):
+        x = f"np.transpose({x}, {tuple(perm)})"
+    if tuple(shape[i] for i in perm) != tuple(target):
+        x = f"np.reshape({x}, {tuple(target)})"
+    return x

@@ -1,0 +1,493 @@
+"""`jit`: trace a function once per signature, optimise its jaxpr, compile it through the
+device's backend, and cache the result.
+
+    @mt.jit
+    def step(params, batch): ...
+
+Called eagerly, a jitted function looks its arguments' signature up in a dictionary and runs
+the compiled code (for arrays passed positionally this is one tuple, one lookup and one
+call). Called under a transformation (grad, vmap, an enclosing jit) it binds the `jit` call
+primitive, which carries the traced jaxpr; its rules transform that jaxpr as a whole, so
+`grad(jit(f))` and `vmap(jit(f))` stay compiled, and an enclosing jit inlines it.
+"""
+
+import functools
+import inspect
+import threading
+import time
+import warnings
+import weakref
+from collections import OrderedDict
+
+from mytorch.core import tree_util
+from mytorch.core.array import ArrayImpl
+from mytorch.core.backend import default_device
+from mytorch.core.config import config
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
+from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
+from mytorch.errors import NonHashableStaticArgError, RetraceWarning
+from mytorch.jit_rules import jit_p
+from mytorch.transforms.closure import trace_closed_over
+
+__all__ = ["jit", "disable_jit", "clear_caches", "eval_shape"]
+
+_MAX_SIGNATURES = 64  # compiled signatures kept per jitted function (least recently used go)
+_AUTO_EXPLAIN_AFTER = 5  # retraces after which a warning explains each further one
+_disabled = threading.local()
+_functions = weakref.WeakSet()
+
+
+def _jit_disabled():
+    return getattr(_disabled, "on", False)
+
+
+class disable_jit:
+    """Context manager: jitted functions run op by op (same results; for debugging)."""
+
+    def __enter__(self):
+        self._prev = _jit_disabled()
+        _disabled.on = True
+        return self
+
+    def __exit__(self, *exc):
+        _disabled.on = self._prev
+        return False
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """Compile `fun` for each signature (pytree structure, shapes, dtypes, weak types,
+    static arguments) it is called with.
+
+    Args:
+      fun: a function of arrays (pytrees of arrays) returning arrays; a method works too.
+      static_argnums / static_argnames: arguments passed as Python values (hashable); a new
+        value retraces.
+      donate_argnums: positional arguments whose buffers the compiled code may overwrite;
+        the donated arrays cannot be used after the call.
+
+    Returns:
+      A callable with `.lower(*args)` (the compiled program: `.as_text()`) and the wrapped
+      function as `__wrapped__`.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums)
+    if not callable(fun):
+        raise TypeError(f"jit expects a function, got {type(fun).__name__}: {fun!r:.60}")
+    return JitFunction(fun, _ints(static_argnums, "static_argnums"),
+                       _names(static_argnames), _ints(donate_argnums, "donate_argnums"))
+
+
+def _ints(x, what):
+    x = (x,) if isinstance(x, int) else tuple(x)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in x):
+        raise TypeError(f"jit: {what} must be ints, got {x!r}")
+    return x
+
+
+def _names(x):
+    x = (x,) if isinstance(x, str) else tuple(x)
+    if not all(isinstance(n, str) for n in x):
+        raise TypeError(f"jit: static_argnames must be strings, got {x!r}")
+    return x
+
+
+class _Entry:
+    """One traced signature: its jaxpr, output tree and (once run eagerly) executable."""
+
+    __slots__ = ("closed", "out_tree", "signature", "executable", "donated", "cacheable",
+                 "timings")
+
+
+class JitFunction:
+    """The callable `jit(fun)` returns."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+        functools.update_wrapper(self, fun)
+        self.__wrapped__ = fun
+        self._fun = fun
+        self._name = getattr(fun, "__name__", None) or type(fun).__name__
+        self._params = _parameters(fun)
+        self._static_nums = frozenset(static_argnums)
+        self._static_names = frozenset(static_argnames) | {
+            self._params[i] for i in static_argnums if 0 <= i < len(self._params)}
+        self._static_nums |= {i for i, p in enumerate(self._params) if p in static_argnames}
+        self._donate = frozenset(donate_argnums)
+        self._has_static = bool(self._static_nums or self._static_names or static_argnums)
+        self._neg_static = any(i < 0 for i in static_argnums)
+        self._static_raw = static_argnums
+        self._fast = {}  # positional arrays only: (shape, dtype, weak, device)* -> runner
+        self._entries = OrderedDict()  # full signature -> _Entry
+        self._history = []  # signatures traced so far (for explaining retraces)
+        self._traces = 0
+        _functions.add(self)
+
+    def __repr__(self):
+        return f"<jit {self._name}>"
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # ---- calls ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if not kwargs and _state.trace is EVAL_TRACE:
+            key = []
+            for a in args:
+                if type(a) is not ArrayImpl:
+                    break
+                b = a._buf
+                key += (b.shape, b.dtype, a._weak, a._device)
+            else:
+                run = self._fast.get(tuple(key))
+                if run is not None:
+                    return run(args)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        if _jit_disabled():
+            return self._fun(*args, **kwargs)
+        leaves, entry, key = self._prepare(args, kwargs)
+        if _state.trace is EVAL_TRACE:
+            return self._run(entry, leaves, args, kwargs)
+        closed = entry.closed
+        n = len(closed.consts)
+        jaxpr = closed.jaxpr
+        flat = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.eqns, jaxpr.outvars,
+                     jaxpr.debug_name)
+        outs = jit_p.bind(*closed.consts, *leaves, jaxpr=flat, name=self._name,
+                          donated=(False,) * n + entry.donated)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _run(self, entry, leaves, args, kwargs):
+        exe = entry.executable
+        if exe is None:
+            exe = entry.executable = _compile_entry(entry, self._name, leaves)
+        outs = exe.call(leaves)
+        if entry.cacheable and not kwargs and len(leaves) == len(args) and all(
+                type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args)):
+            self._fast[_fast_key(args)] = exe.make_runner(entry.out_tree)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _prepare(self, args, kwargs):
+        """Flatten the arguments; find (or trace) the entry for their signature."""
+        static_nums = self._static_positions(len(args))
+        dyn_args, static_vals = [], []
+        for i, a in enumerate(args):
+            if i in static_nums:
+                static_vals.append((i, _hashable(a, self, self._param_name(i))))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k in sorted(kwargs):
+            if k in self._static_names:
+                static_vals.append((k, _hashable(kwargs[k], self, k)))
+            else:
+                dyn_kwargs[k] = kwargs[k]
+        leaves, treedef = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
+        leaves = [x if isinstance(x, (ArrayImpl, Tracer)) else _concrete(x, self)
+                  for x in leaves]
+        avals = tuple(aval_of(x) for x in leaves)
+        donated = self._donated_leaves(args, static_nums, dyn_kwargs) if self._donate else ()
+        device = leaves[0].device if leaves and type(leaves[0]) is ArrayImpl else None
+        key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
+               tuple(static_vals), donated, device, config.values())
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._trace(args, kwargs, static_nums, treedef, leaves, avals, key,
+                                donated)
+        else:
+            self._entries.move_to_end(key)
+        return leaves, entry, key
+
+    def _trace(self, args, kwargs, static_nums, treedef, leaves, avals, key, donated):
+        self._explain_miss(key, args, kwargs, static_nums, avals)
+        t0 = time.perf_counter()
+        store = {}
+
+        def flat_fun(*xs):
+            dyn, kw = tree_util.tree_unflatten(treedef, xs)
+            it = iter(dyn)
+            full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
+            kw = dict(kw, **{k: v for k, v in kwargs.items() if k in self._static_names})
+            out = self._fun(*full, **kw)
+            out_leaves, store["tree"] = tree_util.tree_flatten(out)
+            return [_check_out(x, self._name) for x in out_leaves]
+
+        jaxpr, consts = trace_closed_over(flat_fun, list(avals), f"jit({self._name})")
+        n = len(consts)
+        closed = ClosedJaxpr(
+            Jaxpr(jaxpr.invars[:n], jaxpr.invars[n:], jaxpr.eqns, jaxpr.outvars,
+                  jaxpr.debug_name), consts)
+        _warn_unrolled(closed)
+        entry = _Entry()
+        entry.closed, entry.out_tree, entry.executable = closed, store["tree"], None
+        entry.signature, entry.donated = key, donated or (False,) * len(leaves)
+        entry.cacheable = not any(isinstance(c, Tracer) for c in consts)
+        entry.timings = {"trace_ms": 1e3 * (time.perf_counter() - t0)}
+        self._traces += 1
+        if entry.cacheable:
+            self._entries[key] = entry
+            if len(self._entries) > _MAX_SIGNATURES:
+                old, _ = self._entries.popitem(last=False)
+                self._fast.clear()
+        return entry
+
+    # ---- arguments ------------------------------------------------------------------------
+    def _static_positions(self, nargs):
+        if not self._neg_static:
+            return self._static_nums
+        out = set(self._static_nums)
+        for i in self._static_raw:
+            if i < 0:
+                out.add(i + nargs)
+        return out
+
+    def _param_name(self, i):
+        return self._params[i] if i < len(self._params) else f"args[{i}]"
+
+    def _donated_leaves(self, args, static_nums, dyn_kwargs):
+        flags = []
+        for i, a in enumerate(args):
+            if i not in static_nums:
+                flags += [i in self._donate] * len(tree_util.tree_leaves(a))
+        flags += [False] * len(tree_util.tree_leaves(dyn_kwargs))
+        return tuple(flags)
+
+    # ---- explaining retraces ----------------------------------------------------------------
+    def _explain_miss(self, key, args, kwargs, static_nums, avals):
+        described = _describe_signature(self, args, kwargs, static_nums)
+        previous = self._history[-1] if self._history else None
+        self._history = (self._history + [described])[-8:]
+        if previous is None:
+            return
+        if not (config.explain_cache_misses or self._traces >= _AUTO_EXPLAIN_AFTER):
+            return
+        why = _difference(previous, described)
+        tail = "" if config.explain_cache_misses else (
+            " Retracing is slow: pass changing Python values as arrays, or keep shapes fixed "
+            "(set mt.config.update('explain_cache_misses', True) to see every retrace).")
+        warnings.warn(
+            f"jit({self._name}) is tracing again (trace #{self._traces + 1}) because {why}."
+            + tail, RetraceWarning, stacklevel=_user_stacklevel())
+
+    # ---- lowering ---------------------------------------------------------------------------
+    def lower(self, *args, **kwargs):
+        """The program compiled for these arguments: `.as_text()` is the generated code,
+        `.jaxpr` the optimised jaxpr, `.timings` where compile time went (ms)."""
+        leaves, entry, _ = self._prepare(args, kwargs)
+        if entry.executable is None:
+            entry.executable = _compile_entry(entry, self._name, leaves)
+        return Lowered(entry)
+
+    def clear_cache(self):
+        self._fast.clear()
+        self._entries.clear()
+
+
+class Lowered:
+    """A compiled signature of a jitted function."""
+
+    def __init__(self, entry):
+        self._entry = entry
+        self.jaxpr = entry.executable.jaxpr
+        self.timings = dict(entry.timings)
+
+    def as_text(self):
+        """The generated source code."""
+        return self._entry.executable.text
+
+    def compile(self):
+        return self
+
+    def __call__(self, *args):
+        leaves = tree_util.tree_leaves(args)
+        outs = self._entry.executable.call([_concrete(x, "lowered") for x in leaves])
+        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
+
+def _compile_entry(entry, name, leaves):
+    from mytorch.jit_rules import compile_closed
+
+    device = leaves[0].device if leaves and isinstance(leaves[0], ArrayImpl) else None
+    exe = compile_closed(entry.closed, entry.donated, name, device or default_device())
+    entry.timings.update(exe.timings)
+    return exe
+
+
+def _flat_tuple(entry, nargs):
+    """Whether the signature is `nargs` positional array leaves (the fast path's shape)."""
+    treedef = entry.signature[0]
+    return treedef.num_leaves == nargs and treedef == _positional_treedef(nargs)
+
+
+@functools.lru_cache(maxsize=64)
+def _positional_treedef(n):
+    return tree_util.tree_structure((tuple(range(n)), {}))
+
+
+def _fast_key(args):
+    key = []
+    for a in args:
+        b = a._buf
+        key += (b.shape, b.dtype, a._weak, a._device)
+    return tuple(key)
+
+
+def _parameters(fun):
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in sig.parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _hashable(value, fn, name):
+    try:
+        hash(value)
+    except TypeError:
+        raise NonHashableStaticArgError(
+            f"jit({fn._name}): static argument `{name}` has unhashable type "
+            f"{type(value).__name__} ({value!r:.60}); static arguments must be hashable "
+            "(use a tuple instead of a list, or pass arrays as non-static arguments)"
+        ) from None
+    return value
+
+
+def _concrete(x, fn):
+    try:
+        return to_concrete(x)
+    except TypeError:
+        name = fn._name if isinstance(fn, JitFunction) else fn
+        raise TypeError(
+            f"jit({name}) was called with an argument of type {type(x).__name__}, which "
+            "is not an array: pass arrays (or pytrees of arrays), or mark the argument "
+            "static with static_argnums/static_argnames"
+        ) from None
+
+
+def _check_out(x, name):
+    from mytorch.core.array import Array
+
+    if isinstance(x, Array):
+        return x
+    try:
+        return to_concrete(x)
+    except TypeError:
+        raise TypeError(
+            f"jit({name}) returned a value of type {type(x).__name__}; a jitted function "
+            "must return arrays (or pytrees of arrays)"
+        ) from None
+
+
+def _warn_unrolled(closed):
+    try:
+        from mytorch.transforms.optimize import unroll_warning
+    except ImportError:  # pragma: no cover - during development of the passes
+        return
+    msg = unroll_warning(closed)
+    if msg:
+        warnings.warn(msg, UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The stacklevel of the first frame outside mytorch (for warnings)."""
+    import sys
+
+    frame, level = sys._getframe(1), 1
+    while frame is not None and "mytorch" in frame.f_code.co_filename.replace("\\", "/") \
+            .split("/site-packages/")[-1].split("/tests/")[0]:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _describe_signature(fn, args, kwargs, static_nums):
+    """{argument path: description} of a call, for explaining retraces."""
+    out = {}
+    for i, a in enumerate(args):
+        name = fn._param_name(i)
+        if i in static_nums:
+            out[name] = f"static value {a!r:.60}"
+            continue
+        _describe_tree(out, name, a)
+    for k in sorted(kwargs):
+        if k in fn._static_names:
+            out[k] = f"static value {kwargs[k]!r:.60}"
+        else:
+            _describe_tree(out, k, kwargs[k])
+    return out
+
+
+def _describe_tree(out, name, tree):
+    pairs, _ = tree_util.tree_flatten_with_path(tree)
+    if not pairs:
+        out[name] = f"empty {type(tree).__name__}"
+    for path, leaf in pairs:
+        try:
+            desc = aval_of(leaf).str_short()
+            if aval_of(leaf).weak_type:
+                desc += " (weakly typed Python scalar)"
+        except TypeError:
+            desc = type(leaf).__name__
+        out[name + tree_util.keystr(path)] = desc
+
+
+def _difference(old, new):
+    changes = []
+    for k in new:
+        if k not in old:
+            changes.append(f"argument `{k}` is new ({new[k]})")
+        elif old[k] != new[k]:
+            changes.append(f"argument `{k}` changed from {old[k]} to {new[k]}")
+    changes += [f"argument `{k}` ({old[k]}) is gone" for k in old if k not in new]
+    if not changes:
+        return "the configuration or device changed"
+    more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
+    return "; ".join(changes[:3]) + more
+
+
+def clear_caches():
+    """Drop every compiled function and traced jaxpr (jit caches and the rule caches)."""
+    for fn in list(_functions):
+        fn.clear_cache()
+    from mytorch.jit_rules import clear_rule_caches
+
+    clear_rule_caches()
+
+
+def _on_config_update(name, value):
+    for fn in list(_functions):
+        fn._fast.clear()
+
+
+config.on_update(_on_config_update)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The output shapes and dtypes of `fun(*args, **kwargs)`, computed by tracing alone.
+
+    Arguments may be arrays or anything with `.shape` and `.dtype` (e.g. ShapeDtypeStruct).
+    Returns the output pytree with a ShapeDtypeStruct per leaf.
+    """
+    from mytorch.core.aval import ShapedArray
+    from mytorch.core.staging import trace_to_jaxpr
+    from mytorch.debugging import ShapeDtypeStruct
+
+    def aval(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, Tracer):
+            return ShapedArray(x.shape, x.dtype, getattr(x, "weak_type", False))
+        return aval_of(x)
+
+    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    store = {}
+
+    def flat(*xs):
+        a, kw = tree_util.tree_unflatten(treedef, xs)
+        out_leaves, store["tree"] = tree_util.tree_flatten(fun(*a, **kw))
+        return [_check_out(x, getattr(fun, "__name__", "fun")) for x in out_leaves]
+
+    closed = trace_to_jaxpr(flat, [aval(x) for x in leaves], "eval_shape")
+    outs = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+    return tree_util.tree_unflatten(store["tree"], outs)
