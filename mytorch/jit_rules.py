@@ -16,7 +16,7 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, eval_jaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
@@ -97,7 +97,7 @@ class Executable:
         Python allows: what a jit cache hit runs."""
         n = len(self.donated)
         names = [f"a{i}" for i in range(n)]
-        lines = [f"def run(args):", f"    {', '.join(names)}{',' if n else ''} = args"]
+        lines = ["def run(args):", f"    {', '.join(names)}{',' if n else ''} = args"]
         bufs = []
         for i, (a, d) in enumerate(zip(names, self.donated)):
             if d:

@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
-from mytorch.core.jaxpr import DropVar, Literal, Var
+from mytorch.core.jaxpr import Literal, Var
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
     from numpy._core._multiarray_umath import _make_extobj
