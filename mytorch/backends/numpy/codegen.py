@@ -23,6 +23,7 @@ import itertools
 import numpy as np
 
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
+from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.core.jaxpr import Literal, Var
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
@@ -54,7 +55,9 @@ class Generator:
         self._ids = itertools.count()
         self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
         self.pool = {}
-        self.last_use = _last_uses(jaxpr)
+        self.order, self.runs = find_runs(jaxpr.eqns)
+        self.last_use = _last_uses(jaxpr, self.order, self.runs)
+        self.blocks = []
         self.donated = donated
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             self.ns[self._bind(v, "c")] = np.asarray(c)
@@ -126,16 +129,34 @@ class Generator:
 
     # ---- emission --------------------------------------------------------------------------
     def emit_all(self):
-        for i, eqn in enumerate(self.jaxpr.eqns):
-            self._index = i
-            self.emit(eqn)
-            for v in eqn.invars:
-                if type(v) is Var and self.last_use.get(v) == i:
-                    self._release(v)
-                    self.last_use[v] = None  # released once, even when read twice
-            for v in eqn.outvars:
-                if type(v) is Var and v not in self.last_use:
-                    self._release(v)  # computed but never read
+        eqns = self.jaxpr.eqns
+        for pos, i in enumerate(self.order):
+            self._index = pos
+            if i in self.runs:
+                members = [eqns[k] for k in self.runs[i]]
+                for v in emit_run(self, eqns, self.runs[i], pos):
+                    self._new_root(v, owned=True)
+            else:
+                members = [eqns[i]]
+                self.emit(eqns[i])
+            for eqn in members:
+                for v in eqn.invars:
+                    if type(v) is Var and self.last_use.get(v) == pos:
+                        self._release(v)
+                        self.last_use[v] = None  # released once, even when read twice
+                for v in eqn.outvars:
+                    if type(v) is Var and v not in self.last_use and v in self.names:
+                        self._release(v)  # computed but never read
+
+    def next_id(self):
+        return next(self._ids)
+
+    def bind(self, v):
+        return self._bind(v)
+
+    def pool_buffer(self, aval):
+        free = self.pool.get((aval.shape, aval.dtype))
+        return free.pop() if free else None
 
     def emit(self, eqn):
         prim = eqn.primitive
@@ -219,19 +240,23 @@ class Generator:
             s = self.src(v, scalar_ok=False)
             outs.append(f"np.asarray({s})" if not v.aval.shape else s)
         body = [*self.lines, f"return [{', '.join(outs)}]"]
-        head = f"def {self.name}({', '.join(self.params)}):"
+        head = "".join(b + "\n" for b in self.blocks)
+        head += f"def {self.name}({', '.join(self.params)}):"
         inner = "\n".join("        " + line for line in body)
         return (f"{head}\n    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
                 f"    finally:\n        _errreset(_tok)\n")
 
 
-def _last_uses(jaxpr):
+def _last_uses(jaxpr, order, runs):
+    """{var: position in emission order of its last reader} (a fused run is one position;
+    the jaxpr's outputs are read at the end)."""
     last = {}
-    for i, eqn in enumerate(jaxpr.eqns):
-        for v in eqn.invars:
-            if type(v) is Var:
-                last[v] = i
-    end = len(jaxpr.eqns)
+    for pos, i in enumerate(order):
+        for k in runs.get(i, (i,)):
+            for v in jaxpr.eqns[k].invars:
+                if type(v) is Var:
+                    last[v] = pos
+    end = len(order)
     for v in jaxpr.outvars:
         if type(v) is Var:
             last[v] = end

@@ -91,9 +91,10 @@ def _integer_pow(g, eqn, args):
         return args[0]
     if y == 2:
         return _ufunc_call(g, eqn, args, "square")
+    out = g.out_buffer(eqn, args, in_place=False)
     g.fresh(eqn)
     x = args[0]
-    return f"np.multiply(np.square({x}), {x})"
+    return f"np.multiply(np.square({x}), {x}" + (f", out={out})" if out else ")")
 
 
 @emitter(ew.logistic_p)
@@ -269,3 +270,19 @@ def _arrange(x, shape, perm, target):
     if tuple(shape[i] for i in perm) != tuple(target):
         x = f"np.reshape({x}, {tuple(target)})"
     return x
+
+
+# ---- what fusion.py may evaluate block by block ---------------------------------------------
+_NOT_FUSABLE = frozenset({ew.select_n_p, ew.convert_element_type_p, ew.stop_gradient_p})
+
+
+def fusable(eqn):
+    """Whether `eqn` is an elementwise op whose emitter writes its result through `out=`."""
+    prim = eqn.primitive
+    if prim.kind != "elementwise" or prim in _NOT_FUSABLE or prim not in EMITTERS:
+        return False
+    if prim is ew.integer_pow_p and eqn.params["y"] not in (2, 3):
+        return False
+    if prim in (ew.div_p, ew.rem_p, ew.logistic_p):
+        return _float_op(eqn)
+    return _native(eqn)

@@ -1,0 +1,219 @@
+"""Blocked evaluation of fused elementwise runs, for the NumPy code generator.
+
+A chain of elementwise ufunc calls on large arrays streams every temporary through main
+memory. A *run* — consecutive elementwise equations producing one large shape, reading
+operands of that shape, 0-d values or literals — is instead evaluated block by block: each
+block of `BLOCK_BYTES` per value stays in cache while every equation of the run processes
+it, temporaries live in a few preallocated block-sized scratch buffers, and only values
+read after the run are written to full-size arrays.
+
+    _f0 = np.ravel(a0); v3 = np.empty((4194304,), _dt1); _o0 = np.ravel(v3)
+    _s0 = np.empty(32768, _dt1); ...
+    for _i in range(0, 4194304 - 32768 + 1, 32768):
+        _blk2(_f0[_i:_i + 32768], _o0[_i:_i + 32768], _s0, _s1)
+    ... (the tail block, when the size is not a multiple)
+"""
+
+import math
+
+from mytorch.backends.numpy.emitters import fusable
+from mytorch.core.jaxpr import Literal, Var
+
+BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
+MIN_SIZE = 1 << 16  # smaller arrays are not worth a Python loop over blocks
+MIN_LENGTH = 2
+MIN_BLOCK = 1024  # elements
+
+
+def find_runs(eqns):
+    """{index of the first equation: list of equation indices} of the fusable runs, in
+    program order. Equations that do not read the open run's results (and have no effects)
+    are emitted before it, so they do not break it."""
+    runs, i, n = {}, 0, len(eqns)
+    order = []
+    while i < n:
+        eqn = eqns[i]
+        shape = _run_shape(eqn)
+        if shape is None:
+            order.append(i)
+            i += 1
+            continue
+        run, defined, hoisted = [i], set(eqn.outvars), []
+        j = i + 1
+        while j < n:
+            e = eqns[j]
+            if _run_shape(e) == shape:
+                run.append(j)
+                defined.update(e.outvars)
+            elif not e.primitive.effectful and not any(
+                    type(v) is Var and v in defined for v in e.invars):
+                hoisted.append(j)
+            else:
+                break
+            j += 1
+        if len(run) >= MIN_LENGTH:
+            order += hoisted
+            order.append(i)
+            runs[i] = run
+        else:
+            order += sorted(run + hoisted)
+        i = j
+    return order, runs
+
+
+def _run_shape(eqn):
+    if len(eqn.outvars) != 1 or not fusable(eqn):
+        return None
+    shape = eqn.outvars[0].aval.shape
+    if not shape or math.prod(shape) < MIN_SIZE:
+        return None
+    for v in eqn.invars:
+        if v.aval.shape and v.aval.shape != shape:
+            return None
+    return shape
+
+
+class _BlockGen:
+    """The generator seen by emitters inside a block: every result goes to a scratch
+    buffer (reused once dead) or to its full-size output's block."""
+
+    def __init__(self, outer, names, out_names, scratch_for):
+        self.outer, self.names, self.out_names = outer, names, out_names
+        self.scratch_for = scratch_for
+        self.free = {}
+        self.target = None
+
+    def hoist(self, value, prefix="k"):
+        return self.outer.hoist(value, prefix)
+
+    def dtype(self, dt):
+        return self.outer.dtype(dt)
+
+    def fresh(self, eqn):
+        pass
+
+    def view_of(self, eqn, i):
+        pass
+
+    def out_buffer(self, eqn, args, in_place):
+        return self.target
+
+
+def emit_run(gen, eqns, run, pos):
+    """Emit the blocked loop computing the run's equations (indices `run` into `eqns`);
+    returns the variables it defines that are read later (materialised in full)."""
+    members = [eqns[k] for k in run]
+    shape = members[0].outvars[0].aval.shape
+    size = math.prod(shape)
+    defined = {v for e in members for v in e.outvars}
+    escaping = [v for e in members for v in e.outvars
+                if type(v) is Var and gen.last_use.get(v, -1) > pos]
+    inputs, scalars = [], []  # read from before the run: blocks of arrays, whole 0-d values
+    for e in members:
+        for v in e.invars:
+            if type(v) is Var and v not in defined and v not in inputs and v not in scalars:
+                (inputs if v.aval.shape else scalars).append(v)
+    itemsize = max(v.aval.dtype.itemsize for e in members for v in e.outvars)
+    block = max(MIN_BLOCK, BLOCK_BYTES // itemsize)
+    block = min(block, size)
+
+    # block function: parameters are the inputs' blocks, the outputs' blocks, scratch
+    local = {}
+    params = []
+    for k, v in enumerate(inputs):
+        local[v] = f"x{k}"
+        params.append(local[v])
+    for k, v in enumerate(scalars):
+        local[v] = f"z{k}"
+        params.append(local[v])
+    out_local = {v: f"o{k}" for k, v in enumerate(escaping)}
+    params += list(out_local.values())
+    scratch, free, body = [], {}, []
+    last_in_run = {}
+    for pos, e in enumerate(members):
+        for v in e.invars:
+            if type(v) is Var and v in defined:
+                last_in_run[v] = pos
+    bg = _BlockGen(gen, local, out_local, None)
+    for pos, e in enumerate(members):
+        out = e.outvars[0]
+        dying = [v for v in e.invars if type(v) is Var and v in defined and v not in out_local
+                 and last_in_run.get(v) == pos and v.aval.dtype == out.aval.dtype]
+        if out in out_local:
+            bg.target = out_local[out]
+        elif dying:  # in place: elementwise ops may write over an operand they read
+            bg.target = local[dying[0]]
+        else:
+            key = out.aval.dtype
+            pool = free.get(key)
+            if pool:
+                bg.target = pool.pop()
+            else:
+                bg.target = f"s{len(scratch)}"
+                scratch.append(out.aval.dtype)
+        scalar_ok = any(type(v) is Var for v in e.invars)
+        args = [_block_src(gen, local, v, scalar_ok) for v in e.invars]
+        expr = _emit(e, bg, args)
+        name = bg.target
+        local[out] = name
+        body.append(f"    {expr}")
+        for v in set(e.invars):
+            if type(v) is Var and v in defined and v not in out_local \
+                    and last_in_run.get(v) == pos and local[v] != name:
+                free.setdefault(v.aval.dtype, []).append(local[v])
+        if out not in out_local and out not in last_in_run:
+            free.setdefault(out.aval.dtype, []).append(name)
+    params += [f"s{k}" for k in range(len(scratch))]
+    fname = f"_blk{len(gen.blocks)}"
+    gen.blocks.append(f"def {fname}({', '.join(params)}):\n" + "\n".join(body) + "\n")
+
+    # the loop in the main function
+    lines = gen.lines
+    flat_in = []
+    for v in inputs:
+        name = f"_f{gen.next_id()}"
+        lines.append(f"{name} = np.ravel({gen.names[v]})")
+        flat_in.append(name)
+    flat_out = []
+    for v in escaping:
+        dt = gen.dtype(v.aval.dtype)
+        full = gen.bind(v)
+        buf = gen.pool_buffer(v.aval)
+        lines.append(f"{full} = {buf}" if buf else f"{full} = np.empty({shape}, {dt})")
+        name = f"_f{gen.next_id()}"
+        lines.append(f"{name} = np.ravel({full})")
+        flat_out.append(name)
+    scratch_names = []
+    for dt in scratch:
+        name = f"_s{gen.next_id()}"
+        lines.append(f"{name} = np.empty({block}, {gen.dtype(dt)})")
+        scratch_names.append(name)
+    full_blocks = size - size % block
+    sl = "[_i:_i + " + str(block) + "]"
+    whole = [gen.names[v] for v in scalars]
+    call = ", ".join([*(n + sl for n in flat_in), *whole, *(n + sl for n in flat_out),
+                      *scratch_names])
+    lines.append(f"for _i in range(0, {full_blocks}, {block}):")
+    lines.append(f"    {fname}({call})")
+    if size % block:
+        tail = size % block
+        args = [*(f"{n}[{full_blocks}:]" for n in flat_in), *whole,
+                *(f"{n}[{full_blocks}:]" for n in flat_out),
+                *(f"{n}[:{tail}]" for n in scratch_names)]
+        lines.append(f"{fname}({', '.join(args)})")
+    return escaping
+
+
+def _block_src(gen, local, v, scalar_ok):
+    if type(v) is Literal:
+        return gen.src(v, scalar_ok)
+    return local[v]
+
+
+def _emit(eqn, bg, args):
+    from mytorch.backends.numpy.emitters import EMITTERS
+
+    expr = EMITTERS[eqn.primitive](bg, eqn, args)
+    if expr is None:  # pragma: no cover - fusable() promised an emitter
+        raise AssertionError(f"no fused emitter for {eqn.primitive.name}")
+    return expr
