@@ -1,0 +1,18 @@
+"""The workloads of the benchmark suite, one module each, in table order.
+
+Every module defines KEY ("W1"), TITLE, SIZES ({"full": ..., "tiny": ...}) and
+`build(size="full", libs=None) -> harness.Workload`; `libs` picks the contenders besides
+NumPy among ("mytorch", "jax", "torch") (None: mytorch and every installed one).
+"""
+
+from benchmarks.workloads import (
+    w1_mlp_sgd,
+    w2_dispatch,
+    w3_first_call,
+    w4_elementwise,
+    w5_per_example_grads,
+    w6_attention,
+)
+
+WORKLOADS = {m.KEY: m for m in (w1_mlp_sgd, w2_dispatch, w3_first_call, w4_elementwise,
+                                w5_per_example_grads, w6_attention)}

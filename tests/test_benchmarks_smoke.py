@@ -1,0 +1,144 @@
+"""The benchmark code computes what it claims: every workload's mytorch version, run once at
+a tiny size, agrees with its hand-written NumPy reference (and so do the NumPy variants and,
+where installed, the JAX and PyTorch versions). The harness's interleaving, error handling
+and table are checked with fake contenders. No timing is asserted."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from benchmarks import harness
+from benchmarks.workloads import WORKLOADS
+
+OTHER_LIBS = [lib for lib in ("jax", "torch") if importlib.util.find_spec(lib)]
+
+
+def _flat(tree):
+    """The arrays of a result (nested lists/tuples of NumPy/mytorch/JAX/torch arrays)."""
+    if isinstance(tree, (list, tuple)):
+        return [a for t in tree for a in _flat(t)]
+    if hasattr(tree, "detach"):
+        tree = tree.detach().numpy()
+    return [np.array(tree)]
+
+
+def _run_once(contender):
+    fn = contender.make()
+    return (fn() if contender.first_call else fn)()
+
+
+def _assert_agrees(got, want, name):
+    got, want = _flat(got), _flat(want)
+    assert len(got) == len(want), f"{name}: {len(got)} results, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.dtype == np.float32, f"{name} result {i} is {g.dtype}, expected float32"
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{name} result {i}")
+
+
+def _contenders(key, libs):
+    workload = WORKLOADS[key].build("tiny", libs)
+    return workload, [c for c in workload.contenders if not c.name.startswith("numpy")]
+
+
+@pytest.mark.parametrize("key", list(WORKLOADS))
+def test_mytorch_version_matches_numpy(key):
+    workload, mine = _contenders(key, ("mytorch",))
+    assert mine, f"{key} has no mytorch contender"
+    for c in mine:
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+
+
+@pytest.mark.parametrize("key", list(WORKLOADS))
+def test_numpy_versions_match_the_reference(key):
+    """Every NumPy contender (W4's in-place one included) agrees with the expected result
+    on its first call (later calls may update parameters in place)."""
+    workload = WORKLOADS[key].build("tiny", ())
+    for c in workload.contenders:
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+
+
+@pytest.mark.parametrize("lib", OTHER_LIBS)
+@pytest.mark.parametrize("key", list(WORKLOADS))
+def test_other_library_versions_match_numpy(key, lib):
+    workload, theirs = _contenders(key, (lib,))
+    assert theirs, f"{key} has no {lib} contender"
+    for c in theirs:
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+
+
+def test_w1_numpy_reference_is_the_gradient_step():
+    """The hand-written backward pass of W1 against float64 central differences of the
+    loss along a random direction (independent of every library's autodiff)."""
+    from benchmarks.workloads import _mlp
+
+    rng = np.random.default_rng(0)
+    params = [p.astype(np.float64) for p in _mlp.init_params(rng, (5, 4, 3))]
+    x, y = rng.standard_normal((6, 5)), np.eye(3)[rng.integers(0, 3, 6)]
+
+    def loss(ps):
+        h = np.maximum(x @ ps[0] + ps[1], 0) @ ps[2] + ps[3]
+        m = h.max(1, keepdims=True)
+        return np.mean(np.log(np.exp(h - m).sum(1)) + m[:, 0] - (h * y).sum(1))
+
+    grads = _mlp.numpy_grads([p.copy() for p in params], x, y)
+    d = [rng.standard_normal(p.shape) for p in params]
+    eps = 1e-6
+    fd = (loss([p + eps * t for p, t in zip(params, d, strict=True)])
+          - loss([p - eps * t for p, t in zip(params, d, strict=True)])) / (2 * eps)
+    assert np.isclose(sum(np.sum(g * t) for g, t in zip(grads, d, strict=True)), fd,
+                      rtol=1e-6, atol=1e-9)
+
+
+# ---- harness ------------------------------------------------------------------------------
+def _fake_workload(calls):
+    def make(name, value):
+        def fn():
+            calls.append(name)
+            return np.float32(value)
+        return lambda: fn
+
+    def broken():
+        raise AttributeError("module 'mytorch' has no attribute 'jit'")
+
+    contenders = [harness.Contender("numpy", make("numpy", 1.0)),
+                  harness.Contender("mytorch", make("mytorch", 1.0)),
+                  harness.Contender("jax", make("jax", 2.0)),
+                  harness.Contender("torch", broken)]
+    rows = [harness.Row("fake", "numpy", {k: k for k in ("mytorch", "jax", "torch")})]
+    return harness.Workload("W0", "fake", contenders, np.float32(1.0), rows)
+
+
+def test_harness_interleaves_and_reports_errors_and_mismatches():
+    calls = []
+    workload = _fake_workload(calls)
+    settings = harness.Settings(budget_s=0.0, min_rounds=4, max_rounds=4, min_sample_s=0.0)
+    outcomes = harness.run_workload(workload, settings)
+    assert outcomes["torch"].error.startswith("AttributeError")
+    assert outcomes["jax"].mismatch and not outcomes["mytorch"].mismatch
+    timed = calls[-12:]  # 4 rounds x 3 live contenders, one call per sample
+    rounds = [timed[i:i + 3] for i in range(0, 12, 3)]
+    assert all(sorted(r) == ["jax", "mytorch", "numpy"] for r in rounds)
+    assert len({r[0] for r in rounds}) == 3, "the first contender of a round rotates"
+    for name in ("numpy", "mytorch", "jax"):
+        s = outcomes[name].stats
+        assert s.samples == 4 and s.number == 1 and s.q1 <= s.median <= s.q3
+    table = harness.render_table([(workload, outcomes)])
+    assert "| fake | NumPy |" in table and "(MISMATCH)" in table and "error" in table
+    notes = "\n".join(harness.render_notes([(workload, outcomes)]))
+    assert "W0 torch: not measured, AttributeError" in notes and "W0 jax: RESULT MISMATCH" in notes
+
+
+def test_first_call_contenders_build_a_fresh_function_per_sample():
+    built = []
+
+    def factory():
+        built.append(object())
+        return lambda: np.float32(1.0)
+
+    workload = harness.Workload(
+        "W0", "fake", [harness.Contender("mine", lambda: factory, first_call=True)],
+        np.float32(1.0), [])
+    settings = harness.Settings(budget_s=0.0, min_rounds=5, max_rounds=5, min_sample_s=1.0)
+    stats = harness.run_workload(workload, settings)["mine"].stats
+    assert stats.number == 1 and stats.samples == 5 and len(built) == 1 + 5
