@@ -63,6 +63,27 @@ def test_fused_runs_match_eager(f, n, seed):
     np.testing.assert_array_equal(np.asarray(x), x_before)  # inputs are never written
 
 
+@settings(max_examples=30, deadline=None)
+@given(f=programs(), rows=st.integers(2, 9), cols=st.integers(1, 5),
+       seed=st.integers(0, 2 ** 16))
+def test_fused_rows_of_views_match_eager(f, rows, cols, seed):
+    """2-D runs are blocked by rows: operands may be transposed or broadcast views, and
+    intermediates computed before the run (pooled buffers) may be F-ordered."""
+    rng = np.random.default_rng(seed)
+    x = mnp.asarray(rng.uniform(0.5, 2.0, (cols, rows)).astype(np.float32))
+    b = mnp.asarray(rng.uniform(0.5, 2.0, cols).astype(np.float32))
+    s = mnp.asarray(np.float32(1.25))
+
+    def g(x, b, s):
+        xt = mnp.exp(x.T) * 1.0  # an F-ordered intermediate
+        return f(xt, mnp.broadcast_to(b, (rows, cols)) + xt * 0.0, s)
+
+    want = g(x, b, s)
+    got = mt.jit(g)(x, b, s)
+    for gv, wv in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(gv), np.asarray(wv), rtol=2e-6, atol=1e-6)
+
+
 def test_the_blocked_path_is_taken():
     f = mt.jit(lambda x: mnp.tanh(x) * 0.5 + x * lax.logistic(x) - 0.1 * x ** 2)
     x = mnp.asarray(np.linspace(-100, 100, 10, dtype=np.float32))

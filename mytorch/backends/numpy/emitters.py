@@ -257,6 +257,10 @@ def _dot_general(g, eqn, args):
     out_shape = eqn.outvars[0].aval.shape
     mm_shape = (nb, m, n) if lb else (m, n)
     g.fresh(eqn)
+    if k == 1 and (lb or m == 1 or n == 1):  # an outer product: one broadcasting multiply
+        a = _arrange(args[0], lhs, (*lb, *lfree, *lc), (nb, m, 1) if lb else (m, 1))
+        b = _arrange(args[1], rhs, (*rb, *rc, *rfree), (nb, 1, n) if lb else (1, n))
+        return f"np.reshape(np.multiply({a}, {b}), {tuple(out_shape)})"
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, [], in_place=False)
         return f"np.matmul({a}, {b}" + (f", out={out})" if out else ")")

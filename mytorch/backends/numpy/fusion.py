@@ -115,6 +115,12 @@ def emit_run(gen, eqns, run, pos):
                 (inputs if v.aval.shape else scalars).append(v)
     itemsize = max(v.aval.dtype.itemsize for e in members for v in e.outvars)
     block = max(MIN_BLOCK, BLOCK_BYTES // itemsize)
+    inner = math.prod(shape[1:])
+    by_rows = len(shape) > 1 and inner <= block and shape[0] > 1
+    if by_rows:  # blocks of whole rows: any strides (broadcasts, transposes) slice freely
+        block, size, scratch_shape = block // inner, shape[0], shape[1:]
+    else:  # blocks of the flattened arrays
+        scratch_shape = ()
     block = min(block, size)
 
     # block function: parameters are the inputs' blocks, the outputs' blocks, scratch
@@ -171,6 +177,9 @@ def emit_run(gen, eqns, run, pos):
     lines = gen.lines
     flat_in = []
     for v in inputs:
+        if by_rows:
+            flat_in.append(gen.names[v])
+            continue
         name = f"_f{gen.next_id()}"
         lines.append(f"{name} = np.ravel({gen.names[v]})")
         flat_in.append(name)
@@ -178,15 +187,19 @@ def emit_run(gen, eqns, run, pos):
     for v in escaping:
         dt = gen.dtype(v.aval.dtype)
         full = gen.bind(v)
-        buf = gen.pool_buffer(v.aval)
+        # flat blocks write through np.ravel, a view only of a C-contiguous array: a fresh one
+        buf = gen.pool_buffer(v.aval) if by_rows else None
         lines.append(f"{full} = {buf}" if buf else f"{full} = np.empty({shape}, {dt})")
+        if by_rows:
+            flat_out.append(full)
+            continue
         name = f"_f{gen.next_id()}"
         lines.append(f"{name} = np.ravel({full})")
         flat_out.append(name)
     scratch_names = []
     for dt in scratch:
         name = f"_s{gen.next_id()}"
-        lines.append(f"{name} = np.empty({block}, {gen.dtype(dt)})")
+        lines.append(f"{name} = np.empty({(block, *scratch_shape)}, {gen.dtype(dt)})")
         scratch_names.append(name)
     full_blocks = size - size % block
     sl = "[_i:_i + " + str(block) + "]"

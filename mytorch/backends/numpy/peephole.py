@@ -1,0 +1,93 @@
+"""Layout rewrites of a jaxpr before NumPy code generation.
+
+- A binary elementwise op reading a broadcast of a 0-d value reads the 0-d value instead
+  (NumPy broadcasts it for free; the broadcast would be a full-size operand).
+- `transpose(dot_general(a, b))` that swaps the two free-dimension groups becomes
+  `dot_general(b, a)`: the product comes out contiguous instead of as a transposed view
+  that later elementwise code would stream through in the wrong order.
+
+Both keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
+"""
+
+from mytorch.core.jaxpr import Jaxpr, Var
+from mytorch.lax.dot import dot_general_p
+from mytorch.lax.elementwise import clamp_p, select_n_p
+from mytorch.lax.structural import broadcast_in_dim_p, transpose_p
+from mytorch.transforms.dce import dce_jaxpr
+
+_NOT_BINARY = frozenset({select_n_p})
+
+
+def prepare(jaxpr):
+    """The rewritten jaxpr (a new object; the input is not modified)."""
+    producer, uses = {}, {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.outvars:
+            producer[v] = eqn
+        for v in eqn.invars:
+            if type(v) is Var:
+                uses[v] = uses.get(v, 0) + 1
+    for v in jaxpr.outvars:
+        if type(v) is Var:
+            uses[v] = uses.get(v, 0) + 1
+    eqns, changed = [], False
+    for eqn in jaxpr.eqns:
+        new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
+        changed |= new is not eqn
+        eqns.append(new)
+    if not changed:
+        return jaxpr
+    # a product now computed transposed, and broadcasts no longer read, are dead
+    return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
+                           jaxpr.debug_name))
+
+
+def _scalar_source(v, producer):
+    """The 0-d value `v` broadcasts, when `v` is a broadcast of one; else None."""
+    eqn = producer.get(v) if type(v) is Var else None
+    if eqn is None or eqn.primitive is not broadcast_in_dim_p:
+        return None
+    src = eqn.invars[0]
+    return src if not src.aval.shape else None
+
+
+def _scalar_operands(eqn, producer):
+    prim = eqn.primitive
+    if prim.kind != "elementwise" or prim in _NOT_BINARY or len(eqn.outvars) != 1:
+        return eqn
+    shape = eqn.outvars[0].aval.shape
+    if prim is clamp_p:
+        positions = (0, 2)
+    elif len(eqn.invars) == 2:
+        positions = (0, 1)
+    else:
+        return eqn
+    invars = list(eqn.invars)
+    for i in positions:
+        others = [w for j, w in enumerate(invars) if j != i]
+        src = _scalar_source(invars[i], producer)
+        if src is not None and any(w.aval.shape == shape for w in others) and \
+                src.aval.weak_type == invars[i].aval.weak_type:
+            invars[i] = src
+    if invars == eqn.invars:
+        return eqn
+    return eqn.replace(invars=invars)
+
+
+def _dot_of_transpose(eqn, producer, uses):
+    if eqn.primitive is not transpose_p or type(eqn.invars[0]) is not Var:
+        return eqn
+    src = eqn.invars[0]
+    dot = producer.get(src)
+    if dot is None or dot.primitive is not dot_general_p or uses.get(src) != 1:
+        return eqn
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    if lb or rb:
+        return eqn
+    lhs, rhs = dot.invars
+    n_l = len(lhs.aval.shape) - len(lc)
+    n_r = len(rhs.aval.shape) - len(rc)
+    if tuple(eqn.params["permutation"]) != (*range(n_l, n_l + n_r), *range(n_l)):
+        return eqn
+    return dot.replace(invars=[rhs, lhs], outvars=list(eqn.outvars),
+                       params=dict(dot.params, dimension_numbers=((rc, lc), ((), ()))))
