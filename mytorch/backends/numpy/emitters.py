@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from mytorch.core.ad_util import add_any_p
 from mytorch.lax.dot import dot_general_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as red
@@ -78,6 +79,7 @@ def _elementwise_prims():
 
 _register_ufuncs()
 EMITTERS[ew.div_p] = _ufunc_emitter("true_divide", floats_only=True)
+EMITTERS[add_any_p] = _ufunc_emitter("add")
 EMITTERS[ew.rem_p] = _ufunc_emitter("fmod", floats_only=True)
 
 
@@ -283,6 +285,8 @@ _NOT_FUSABLE = frozenset({ew.select_n_p, ew.convert_element_type_p, ew.stop_grad
 def fusable(eqn):
     """Whether `eqn` is an elementwise op whose emitter writes its result through `out=`."""
     prim = eqn.primitive
+    if prim is add_any_p:
+        return _native(eqn)
     if prim.kind != "elementwise" or prim in _NOT_FUSABLE or prim not in EMITTERS:
         return False
     if prim is ew.integer_pow_p and eqn.params["y"] not in (2, 3):

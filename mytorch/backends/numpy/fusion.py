@@ -115,13 +115,14 @@ def emit_run(gen, eqns, run, pos):
                 (inputs if v.aval.shape else scalars).append(v)
     itemsize = max(v.aval.dtype.itemsize for e in members for v in e.outvars)
     block = max(MIN_BLOCK, BLOCK_BYTES // itemsize)
-    inner = math.prod(shape[1:])
-    by_rows = len(shape) > 1 and inner <= block and shape[0] > 1
-    if by_rows:  # blocks of whole rows: any strides (broadcasts, transposes) slice freely
-        block, size, scratch_shape = block // inner, shape[0], shape[1:]
-    else:  # blocks of the flattened arrays
-        scratch_shape = ()
-    block = min(block, size)
+    # blocks are runs of "rows": the first `lead` axes collapsed into one, the rest kept,
+    # with the fewest leading axes that make a row fit in a block
+    lead = next(k for k in range(1, len(shape) + 1) if math.prod(shape[k:]) <= block)
+    scratch_shape = shape[lead:]
+    size = math.prod(shape[:lead])
+    block = min(max(1, block // math.prod(scratch_shape)), size)
+    by_rows = lead == 1  # axis 0 slices any array (broadcasts, transposes, pooled buffers)
+    rows_shape = (size, *scratch_shape)
 
     # block function: parameters are the inputs' blocks, the outputs' blocks, scratch
     local = {}
@@ -181,20 +182,20 @@ def emit_run(gen, eqns, run, pos):
             flat_in.append(gen.names[v])
             continue
         name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.ravel({gen.names[v]})")
+        lines.append(f"{name} = np.reshape({gen.names[v]}, {rows_shape})")
         flat_in.append(name)
     flat_out = []
     for v in escaping:
         dt = gen.dtype(v.aval.dtype)
         full = gen.bind(v)
-        # flat blocks write through np.ravel, a view only of a C-contiguous array: a fresh one
+        # collapsed rows write through np.reshape, a view only of a C-contiguous array: fresh
         buf = gen.pool_buffer(v.aval) if by_rows else None
         lines.append(f"{full} = {buf}" if buf else f"{full} = np.empty({shape}, {dt})")
         if by_rows:
             flat_out.append(full)
             continue
         name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.ravel({full})")
+        lines.append(f"{name} = np.reshape({full}, {rows_shape})")
         flat_out.append(name)
     scratch_names = []
     for dt in scratch:

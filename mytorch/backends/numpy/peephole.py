@@ -82,12 +82,12 @@ def _dot_of_transpose(eqn, producer, uses):
     if dot is None or dot.primitive is not dot_general_p or uses.get(src) != 1:
         return eqn
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    if lb or rb:
-        return eqn
     lhs, rhs = dot.invars
-    n_l = len(lhs.aval.shape) - len(lc)
-    n_r = len(rhs.aval.shape) - len(rc)
-    if tuple(eqn.params["permutation"]) != (*range(n_l, n_l + n_r), *range(n_l)):
+    nb = len(lb)
+    n_l = len(lhs.aval.shape) - len(lc) - nb
+    n_r = len(rhs.aval.shape) - len(rc) - nb
+    swap = (*range(nb), *range(nb + n_l, nb + n_l + n_r), *range(nb, nb + n_l))
+    if tuple(eqn.params["permutation"]) != swap:  # (batch, rhs free, lhs free)
         return eqn
     return dot.replace(invars=[rhs, lhs], outvars=list(eqn.outvars),
-                       params=dict(dot.params, dimension_numbers=((rc, lc), ((), ()))))
+                       params=dict(dot.params, dimension_numbers=((rc, lc), (rb, lb))))
