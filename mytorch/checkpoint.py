@@ -23,7 +23,7 @@ from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
-from mytorch.transforms.partial_eval import partial_eval_jaxpr
+from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
@@ -153,7 +153,13 @@ def _checkpoint_transpose(cts, *args, jaxpr, policy, prevent_cse):
     return [ct if lin else None for ct, lin in zip(cts_in, linear)]
 
 
+def _checkpoint_partial_eval_jaxpr(eqn, unknowns, saveable):
+    """A checkpoint nested in a jaxpr being split keeps its own policy inside."""
+    return split_call_eqn(eqn, unknowns, eqn.params["policy"])
+
+
 checkpoint_p.def_jvp(_checkpoint_jvp)
+checkpoint_p.def_rule("partial_eval_jaxpr", _checkpoint_partial_eval_jaxpr)
 checkpoint_p.def_rule("partial_eval", _checkpoint_partial_eval)
 checkpoint_p.def_transpose(_checkpoint_transpose)
 

@@ -383,10 +383,8 @@ def _check_out(x, name):
 
 
 def _warn_unrolled(closed):
-    try:
-        from mytorch.transforms.optimize import unroll_warning
-    except ImportError:  # pragma: no cover - during development of the passes
-        return
+    from mytorch.transforms.optimize import unroll_warning
+
     msg = unroll_warning(closed)
     if msg:
         warnings.warn(msg, UserWarning, stacklevel=_user_stacklevel())

@@ -24,7 +24,7 @@ from mytorch.core.tree_util import tree_unflatten
 from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
-from mytorch.transforms.partial_eval import partial_eval_jaxpr
+from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
 jit_p = Primitive("jit", multiple_results=True, kind="call")
@@ -143,12 +143,8 @@ def compile_closed(closed, donated, name, device):
 
 
 def _optimize(closed):
-    try:
-        from mytorch.transforms.optimize import optimize
-    except ImportError:  # TEMPORARY until the passes land
-        from mytorch.transforms.dce import dce_jaxpr
+    from mytorch.transforms.optimize import optimize
 
-        return ClosedJaxpr(dce_jaxpr(closed.jaxpr), closed.consts)
     return optimize(closed)
 
 
@@ -278,7 +274,17 @@ def _jit_batching(axis, args, dims, *, jaxpr, name, donated):
     return _bind(list(args), batched, consts, f"vmap({name})"), out_dims
 
 
+def _no_donation(params, n):
+    return dict(params, donated=(False,) * n)
+
+
+def _jit_partial_eval_jaxpr(eqn, unknowns, saveable):
+    """A jit nested in a jaxpr being split: its known part runs with the known values."""
+    return split_call_eqn(eqn, unknowns, _everything_saveable, extra=_no_donation)
+
+
 jit_p.def_jvp(_jit_jvp)
+jit_p.def_rule("partial_eval_jaxpr", _jit_partial_eval_jaxpr)
 jit_p.def_rule("partial_eval", _jit_partial_eval)
 jit_p.def_transpose(_jit_transpose)
 jit_p.def_batching(_jit_batching)

@@ -1,12 +1,13 @@
 """Dead-code elimination over jaxprs.
 
-An equation stays when an output of the jaxpr needs one of its results, or when its
-primitive is `effectful` (a debug callback must run even though nobody reads its result);
-the operands of kept equations are live in turn. Sub-jaxprs held in params are left as
-they are.
+An equation stays when an output of the jaxpr needs one of its results, or when it has
+an effect: its primitive is `effectful` (a debug callback must run even though nobody
+reads its result), or it is a call (a primitive with an `inline_param`) whose jaxpr holds
+an effectful equation. The operands of kept equations are live in turn. Sub-jaxprs held
+in params are not themselves pruned.
 """
 
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
 
 
 def dce_jaxpr(jaxpr):
@@ -18,13 +19,7 @@ def dce_jaxpr(jaxpr):
     >>> len(closed.eqns), len(dce_jaxpr(closed.jaxpr).eqns)
     (2, 1)
     """
-    live = {v for v in jaxpr.outvars if type(v) is Var}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive.effectful or any(v in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is Var)
-    kept.reverse()
+    kept, _ = _live_eqns(jaxpr)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars, jaxpr.debug_name)
 
 
@@ -34,11 +29,34 @@ def dce_closed(closed):
     Returns:
       A new ClosedJaxpr with the same invars and outvars.
     """
-    jaxpr = dce_jaxpr(closed.jaxpr)
-    used = {v for v in jaxpr.outvars if type(v) is Var}
-    for eqn in jaxpr.eqns:
-        used.update(v for v in eqn.invars if type(v) is Var)
-    pairs = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts, strict=True) if v in used]
-    jaxpr = Jaxpr([v for v, _ in pairs], jaxpr.invars, jaxpr.eqns, jaxpr.outvars,
-                  jaxpr.debug_name)
+    jaxpr = closed.jaxpr
+    kept, live = _live_eqns(jaxpr)
+    pairs = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts, strict=True) if v in live]
+    jaxpr = Jaxpr([v for v, _ in pairs], jaxpr.invars, kept, jaxpr.outvars, jaxpr.debug_name)
     return ClosedJaxpr(jaxpr, [c for _, c in pairs])
+
+
+def _live_eqns(jaxpr):
+    """(the equations to keep, in order; the set of values they and the outputs read)."""
+    live = set(jaxpr.outvars)  # Literals and DropVars in the set are harmless: never bound
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        outs = eqn.outvars
+        if (outs[0] in live if len(outs) == 1 else any(v in live for v in outs)) \
+                or has_effects(eqn):
+            kept.append(eqn)
+            live.update(eqn.invars)
+    kept.reverse()
+    return kept, live
+
+
+def has_effects(eqn):
+    """Whether running `eqn` has a side effect: an effectful primitive, or a call whose
+    jaxpr (or a call inside it) has an effectful equation."""
+    prim = eqn.primitive
+    if prim.effectful:
+        return True
+    if prim.inline_param is None:
+        return False
+    called = eqn.params[prim.inline_param]
+    return any(has_effects(e) for e in getattr(called, "jaxpr", called).eqns)

@@ -78,14 +78,25 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
     from mytorch.transforms.dce import dce_jaxpr
 
     unknown = {v for v, u in zip(jaxpr.invars, in_unknowns, strict=True) if u}
-    known_eqns, unknown_eqns, producer = [], [], {}
+    known_eqns, unknown_eqns, producer, in_order = [], [], {}, []
     for eqn in jaxpr.eqns:
-        if any(type(v) is Var and v in unknown for v in eqn.invars):
+        ins_unknown = [type(v) is Var and v in unknown for v in eqn.invars]
+        split = eqn.primitive.rules.get("partial_eval_jaxpr") if any(ins_unknown) else None
+        if split is not None:  # a nested call (jit, checkpoint): split its own jaxpr
+            known_eqn, staged_eqn, outs_unknown = split(eqn, ins_unknown, saveable)
+            known_eqns.append(known_eqn)
+            producer.update((v, known_eqn) for v in known_eqn.outvars if type(v) is Var)
+            unknown_eqns.append(staged_eqn)
+            unknown.update(v for v, u in zip(eqn.outvars, outs_unknown) if u and type(v) is Var)
+            in_order += [known_eqn, staged_eqn]
+            continue
+        if any(ins_unknown):
             unknown_eqns.append(eqn)
             unknown.update(v for v in eqn.outvars if type(v) is Var)
         else:
             known_eqns.append(eqn)
             producer.update((v, eqn) for v in eqn.outvars if type(v) is Var)
+        in_order.append(eqn)
     residuals, seen, recompute = [], set(), set()
 
     def need(v):
@@ -111,7 +122,32 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
     known_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
     known = dce_jaxpr(Jaxpr([], known_in, known_eqns, known_out + residuals, jaxpr.debug_name))
     unknown_ids = {id(e) for e in unknown_eqns}
-    staged_eqns = [e for e in jaxpr.eqns if id(e) in recompute or id(e) in unknown_ids]
+    staged_eqns = [e for e in in_order if id(e) in recompute or id(e) in unknown_ids]
     unknown_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
     staged = Jaxpr([], residuals + unknown_in, staged_eqns, unknown_out, jaxpr.debug_name)
     return known, staged, out_unknowns, len(residuals)
+
+
+def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
+    """The "partial_eval_jaxpr" rule of a call primitive whose `param` holds a constant-free
+    jaxpr: (known equation, staged equation, output-unknown flags). The known equation
+    also returns the residuals the staged one reads first. `extra(params, n_operands)`
+    fixes up params that depend on the operands (e.g. jit's donation flags)."""
+    from mytorch.core.jaxpr import Var
+
+    params = eqn.params
+    known, staged, outs_unknown, num_res = partial_eval_jaxpr(params[param], unknowns, policy)
+    res = [Var(v.aval) for v in known.outvars[len(known.outvars) - num_res:]]
+    known_in = [v for v, u in zip(eqn.invars, unknowns) if not u]
+    staged_in = res + [v for v, u in zip(eqn.invars, unknowns) if u]
+    known_params, staged_params = dict(params, **{param: known}), dict(params, **{param: staged})
+    if extra is not None:
+        known_params = extra(known_params, len(known_in))
+        staged_params = extra(staged_params, len(staged_in))
+    known_eqn = eqn.replace(
+        invars=known_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + res,
+        params=known_params)
+    staged_eqn = eqn.replace(
+        invars=staged_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if u],
+        params=staged_params)
+    return known_eqn, staged_eqn, outs_unknown

@@ -32,7 +32,7 @@ def _squeeze(x, *, dimensions):
 
 @numpy_backend.register(s.transpose_p)
 def _transpose(x, *, permutation):
-    return np.ascontiguousarray(np.transpose(x, permutation))
+    return np.transpose(x, permutation).copy()  # C order (ascontiguousarray makes 0-d 1-d)
 
 
 @numpy_backend.register(s.rev_p)

@@ -1,0 +1,103 @@
+"""The backend-independent optimisation pipeline that `jit` runs before code generation,
+and the trace-time check for Python loops that unrolled into huge programs.
+
+    inline calls (all but prevent_cse ones: checkpoint)
+      -> simplify -> fold constants -> CSE -> DCE
+      -> inline the remaining calls -> DCE
+
+Checkpointed blocks are inlined only after CSE, so their recomputation in the backward
+pass is not merged back into the forward pass (which would keep the intermediates alive:
+the memory that checkpoint was asked to save); a checkpoint with `prevent_cse=False` is
+inlined with the other calls.
+"""
+
+import collections
+import os
+
+from mytorch.core import staging
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr
+from mytorch.transforms.cse import cse
+from mytorch.transforms.dce import dce_closed
+from mytorch.transforms.fold import fold_constants
+from mytorch.transforms.inline import inline_all, inline_calls
+from mytorch.transforms.simplify import simplify
+
+UNROLL_THRESHOLD = 1000
+
+
+def inline_early(eqn):
+    """The calls inlined before CSE: those that do not ask to be kept apart from it."""
+    return not eqn.params.get("prevent_cse", False)
+
+
+def optimize(closed):
+    """Run the optimisation pipeline on a traced program.
+
+    Args:
+      closed: a ClosedJaxpr (not modified).
+
+    Returns:
+      A new ClosedJaxpr with the same inputs and outputs (same avals) computing the same
+      values, without inlinable calls, dead code, duplicated work, foldable constants and
+      algebraic no-ops. With `staging.CHECK_EVERY_JAXPR` on, the result is type-checked.
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> f = lambda x: mnp.sin(x) * 1.0 + mnp.sin(x)
+    >>> print(optimize(mt.make_jaxpr(f)(mnp.ones(3))))
+    { lambda ; a:f32[3]. let
+        b:f32[3] = sin a
+        c:f32[3] = add b b
+      in (c,) }
+    """
+    if not isinstance(closed, ClosedJaxpr):
+        raise TypeError(f"optimize needs a ClosedJaxpr, got {type(closed).__name__}")
+    out = inline_calls(closed, inline_early)
+    out = simplify(out)
+    out = fold_constants(out)
+    out = cse(out)
+    out = dce_closed(out)
+    out = dce_closed(inline_calls(out, inline_all))
+    if staging.CHECK_EVERY_JAXPR:
+        check_jaxpr(out)
+    return out
+
+
+def unroll_warning(closed, threshold=UNROLL_THRESHOLD):
+    """A warning message when one source line produced more than `threshold` equations
+    (counting those inside called jaxprs), which is what a Python loop over a traced
+    computation does; None otherwise. `jit` passes the message to `warnings.warn`.
+
+    Args:
+      closed: a ClosedJaxpr or Jaxpr, as traced.
+      threshold: the most equations one line may make without a warning.
+
+    Returns:
+      A str naming file:line, the function and the count, or None.
+    """
+    counts = collections.Counter()
+    _count_lines(closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed, counts)
+    if not counts:
+        return None
+    (where, n), = counts.most_common(1)
+    if n <= threshold:
+        return None
+    filename, lineno, function = where
+    return (
+        f"{os.path.basename(filename)}:{lineno} (in {function}) produced {n} equations "
+        f"when traced (file {filename}): a Python loop is probably being unrolled, which "
+        "makes compilation slow and the program large. Use lax.fori_loop or lax.scan to "
+        "keep the loop rolled."
+    )
+
+
+def _count_lines(jaxpr, counts):
+    for eqn in jaxpr.eqns:
+        info = eqn.source_info
+        if info is not None:
+            counts[(info.filename, info.lineno, getattr(info, "function", "?"))] += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple) else (value,):
+                if isinstance(sub, ClosedJaxpr):
+                    sub = sub.jaxpr
+                if isinstance(sub, Jaxpr):
+                    _count_lines(sub, counts)
