@@ -25,7 +25,8 @@ def small_blocks(monkeypatch):
 
 UNARY = [mnp.tanh, mnp.exp, mnp.sin, lax.logistic, mnp.abs, mnp.negative, mnp.sqrt,
          lambda x: x ** 2, lambda x: x ** 3, lambda x: x * 0.5, lambda x: 1.0 - x]
-BINARY = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum, lambda a, b: a / b]
+BINARY = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum, lambda a, b: a / b,
+          lambda a, b: mnp.where(a > b, a, b * 0.5), lambda a, b: mnp.where(a > 1.0, b, a)]
 
 
 @st.composite
@@ -92,3 +93,11 @@ def test_the_blocked_path_is_taken():
     xn = np.asarray(x).astype(np.float64)
     want = np.tanh(xn) * 0.5 + xn / (1 + np.exp(-xn)) - 0.1 * xn ** 2
     np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5)
+
+
+def test_select_writing_over_its_operands():
+    """The branch-free select reads its false case twice: writing its result over that
+    operand (in place, as dead buffers are reused) must not change the answer."""
+    f = lambda x: mnp.sum(mnp.maximum(x, 0.0) * x)  # noqa: E731
+    x = mnp.asarray(np.array([[1, -2, np.nan], [0, 3, -1]], np.float32))
+    np.testing.assert_array_equal(np.asarray(mt.jit(mt.grad(f))(x)), np.asarray(mt.grad(f)(x)))

@@ -26,6 +26,7 @@ from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.core.jaxpr import Literal, Var
+from mytorch.lax.structural import broadcast_in_dim_p
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
     from numpy._core._multiarray_umath import _make_extobj
@@ -56,6 +57,7 @@ class Generator:
         self._ids = itertools.count()
         self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
         self.pool = {}
+        self.scalar_of = {}  # broadcasts of 0-d values -> the 0-d value
         self.order, self.runs = find_runs(jaxpr.eqns)
         self.last_use = _last_uses(jaxpr, self.order, self.runs)
         self.blocks = []
@@ -97,6 +99,11 @@ class Generator:
         self.live[v] = 1
         if owned:
             self.owned.add(v)
+
+    def scalar_arg(self, v, default):
+        """Source of the 0-d value that `v` broadcasts, if it is such a broadcast."""
+        src = self.scalar_of.get(v) if type(v) is Var else None
+        return default if src is None else self.src(src, scalar_ok=False)
 
     def fresh(self, eqn):
         self._kind = ("fresh",)
@@ -179,6 +186,8 @@ class Generator:
             self._emit_nan_check(eqn)
 
     def _track(self, eqn):
+        if eqn.primitive is broadcast_in_dim_p and not eqn.invars[0].aval.shape:
+            self.scalar_of[eqn.outvars[0]] = eqn.invars[0]
         kind = self._kind
         for v in eqn.outvars:
             if type(v) is not Var:

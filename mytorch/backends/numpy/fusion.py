@@ -98,6 +98,10 @@ class _BlockGen:
     def out_buffer(self, eqn, args, in_place):
         return self.target
 
+    def scalar_arg(self, v, default):
+        src = self.outer.scalar_of.get(v) if type(v) is Var else None
+        return self.outer.src(src, False) if type(src) is Literal else default
+
 
 def emit_run(gen, eqns, run, pos):
     """Emit the blocked loop computing the run's equations (indices `run` into `eqns`);
