@@ -47,6 +47,8 @@ class disable_jit:
     def __enter__(self):
         self._prev = _jit_disabled()
         _disabled.on = True
+        for fn in list(_functions):  # cache hits must not bypass the switch
+            fn._fast.clear()
         return self
 
     def __exit__(self, *exc):
@@ -95,8 +97,8 @@ def _names(x):
 class _Entry:
     """One traced signature: its jaxpr, output tree and (once run eagerly) executable."""
 
-    __slots__ = ("closed", "out_tree", "signature", "executable", "donated", "cacheable",
-                 "timings")
+    __slots__ = ("closed", "flat", "out_tree", "signature", "executable", "donated",
+                 "cacheable", "timings")
 
 
 class JitFunction:
@@ -108,6 +110,7 @@ class JitFunction:
         self._fun = fun
         self._name = getattr(fun, "__name__", None) or type(fun).__name__
         self._params = _parameters(fun)
+        static_argnums = _resolve_negative(fun, static_argnums)
         self._static_nums = frozenset(static_argnums)
         self._static_names = frozenset(static_argnames) | {
             self._params[i] for i in static_argnums if 0 <= i < len(self._params)}
@@ -140,6 +143,7 @@ class JitFunction:
                 b = a._buf
                 key += (b.shape, b.dtype, a._weak, a._device)
             else:
+                b = None  # no stray reference: a donated buffer is reused only if unshared
                 run = self._fast.get(tuple(key))
                 if run is not None:
                     return run(args)
@@ -153,10 +157,8 @@ class JitFunction:
             return self._run(entry, leaves, args, kwargs)
         closed = entry.closed
         n = len(closed.consts)
-        jaxpr = closed.jaxpr
-        flat = Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.eqns, jaxpr.outvars,
-                     jaxpr.debug_name)
-        outs = jit_p.bind(*closed.consts, *leaves, jaxpr=flat, name=self._name,
+        # one Jaxpr object per entry: the jit rules cache their work by the jaxpr's identity
+        outs = jit_p.bind(*closed.consts, *leaves, jaxpr=entry.flat, name=self._name,
                           donated=(False,) * n + entry.donated)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
@@ -164,10 +166,12 @@ class JitFunction:
         exe = entry.executable
         if exe is None:
             exe = entry.executable = _compile_entry(entry, self._name, leaves)
+        fast = entry.cacheable and not kwargs and len(leaves) == len(args) and all(
+            type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args))
+        key = _fast_key(args) if fast else None  # before the call: donation invalidates args
         outs = exe.call(leaves)
-        if entry.cacheable and not kwargs and len(leaves) == len(args) and all(
-                type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args)):
-            self._fast[_fast_key(args)] = exe.make_runner(entry.out_tree)
+        if fast:
+            self._fast[key] = exe.make_runner(entry.out_tree)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _prepare(self, args, kwargs):
@@ -223,6 +227,7 @@ class JitFunction:
         _warn_unrolled(closed)
         entry = _Entry()
         entry.closed, entry.out_tree, entry.executable = closed, store["tree"], None
+        entry.flat = jaxpr  # consts then arguments as invars: what jit_p carries
         entry.signature, entry.donated = key, donated or (False,) * len(leaves)
         entry.cacheable = not any(isinstance(c, Tracer) for c in consts)
         entry.timings = {"trace_ms": 1e3 * (time.perf_counter() - t0)}
@@ -259,12 +264,15 @@ class JitFunction:
     def _explain_miss(self, key, args, kwargs, static_nums, avals):
         described = _describe_signature(self, args, kwargs, static_nums)
         previous = self._history[-1] if self._history else None
-        self._history = (self._history + [described])[-8:]
+        self._history = (self._history + [(described, key[0])])[-8:]
         if previous is None:
             return
         if not (config.explain_cache_misses or self._traces >= _AUTO_EXPLAIN_AFTER):
             return
-        why = _difference(previous, described)
+        why = _difference(previous[0], described)
+        if why is None:
+            why = (f"the structure of the arguments changed from {previous[1]} to {key[0]}"
+                   if previous[1] != key[0] else "the configuration or device changed")
         tail = "" if config.explain_cache_misses else (
             " Retracing is slow: pass changing Python values as arrays, or keep shapes fixed "
             "(set mt.config.update('explain_cache_misses', True) to see every retrace).")
@@ -303,7 +311,8 @@ class Lowered:
 
     def __call__(self, *args):
         leaves = tree_util.tree_leaves(args)
-        outs = self._entry.executable.call([_concrete(x, "lowered") for x in leaves])
+        outs = self._entry.executable.call(
+            [x if type(x) is ArrayImpl else _concrete(x, "lowered") for x in leaves])
         return tree_util.tree_unflatten(self._entry.out_tree, outs)
 
 
@@ -342,6 +351,19 @@ def _parameters(fun):
         return ()
     return tuple(p.name for p in sig.parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _resolve_negative(fun, nums):
+    """Negative static_argnums counted from the end of `fun`'s positional parameters (when
+    it has no *args), so that they also match arguments given by keyword."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return nums
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return nums
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    return tuple(i + n if i < 0 else i for i in nums)
 
 
 def _hashable(value, fn, name):
@@ -441,7 +463,7 @@ def _difference(old, new):
             changes.append(f"argument `{k}` changed from {old[k]} to {new[k]}")
     changes += [f"argument `{k}` ({old[k]}) is gone" for k in old if k not in new]
     if not changes:
-        return "the configuration or device changed"
+        return None
     more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
     return "; ".join(changes[:3]) + more
 

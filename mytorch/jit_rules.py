@@ -84,10 +84,10 @@ class Executable:
         self.out_weak = tuple(a.weak_type for a in jaxpr.out_avals)
 
     def call(self, args):
-        bufs = [a._buf for a in args]
         if any(self.donated):
-            bufs = [_take(a, b, self.name) if d else b
-                    for a, b, d in zip(args, bufs, self.donated)]
+            bufs = [_take(a, self.name) if d else a._buf for a, d in zip(args, self.donated)]
+        else:
+            bufs = [a._buf for a in args]
         outs = self.fn(*bufs)
         dev = self.device
         return [ArrayImpl(o, w, dev) for o, w in zip(outs, self.out_weak)]
@@ -101,7 +101,7 @@ class Executable:
         bufs = []
         for i, (a, d) in enumerate(zip(names, self.donated)):
             if d:
-                lines.append(f"    b{i} = _take({a}, {a}._buf, _name)")
+                lines.append(f"    b{i} = _take({a}, _name)")
                 bufs.append(f"b{i}")
             else:
                 bufs.append(f"{a}._buf")
@@ -117,14 +117,16 @@ class Executable:
         return ns["run"]
 
 
-def _take(array, buf, name):
+def _take(array, name):
     """The buffer of a donated array, which the compiled code may overwrite: the array
-    itself is invalidated. A buffer something else may still read (a view, or shared with
-    another array) is copied first."""
+    itself is invalidated. A buffer something else may still read (a view, a base of
+    views, or shared with another array) is copied first."""
     import numpy as np
 
+    buf = array._buf
+    # references: the array's slot, `buf`, getrefcount's argument; any other is a sharer
     if type(buf) is not np.ndarray or buf.base is not None or not buf.flags.writeable \
-            or sys.getrefcount(buf) > 4:
+            or sys.getrefcount(buf) > 3:
         buf = buf.copy()
     array._buf = _DonatedBuffer(name)
     return buf

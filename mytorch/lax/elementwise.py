@@ -365,11 +365,14 @@ def _convert_kernel(x, *, new_dtype, weak_type):
     if new_dtype == np.bool_:
         return x != 0
     with np.errstate(all="ignore"):  # narrowing floats overflow to inf, as in XLA
-        if dtypes.is_int(new_dtype) and x.dtype.kind == "f":
-            # float -> int: NaN to 0, saturate at the integer range (as XLA's CPU backend)
+        if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):  # bfloat16's kind is "V"
+            # float -> int: NaN to 0, saturate at the integer range (as XLA's CPU backend);
+            # float(info.max) rounds up to 2**63 (2**64) for 64-bit types, so compare first
             info = np.iinfo(new_dtype)
-            y = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0)
-            return np.clip(y, info.min, info.max).astype(new_dtype)
+            y = np.trunc(x.astype(np.float64))
+            big, small = y >= float(info.max), y <= float(info.min)
+            inner = np.where(big | small | np.isnan(y), 0, y).astype(new_dtype)
+            return np.where(big, info.max, np.where(small, info.min, inner)).astype(new_dtype)
         return x.astype(new_dtype)
 
 

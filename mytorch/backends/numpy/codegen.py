@@ -19,6 +19,7 @@ Reshapes, transposes, slices and broadcasts are NumPy views.
 
 import functools
 import itertools
+import re
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class Generator:
         self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
         self.pool = {}
         self.scalar_of = {}  # broadcasts of 0-d values -> the 0-d value
+        self.pending = {}  # such broadcasts not emitted until something reads them in full
         self.order, self.runs = find_runs(jaxpr.eqns)
         self.last_use = _last_uses(jaxpr, self.order, self.runs)
         self.blocks = []
@@ -84,13 +86,16 @@ class Generator:
     def dtype(self, dt):
         return self.hoist(np.dtype(dt), "dt")
 
-    def src(self, v, scalar_ok):
+    def src(self, v, scalar_ok, flush=True):
         """Source for reading operand `v`: a name, or an inlined Python scalar literal."""
         if type(v) is Literal:
             value = np.asarray(v.val)
             if scalar_ok and value.dtype.kind in "biuf" and np.isfinite(value):
                 return repr(value.item())
             return self.hoist(value, "l")
+        line = self.pending.pop(v, None) if flush else None
+        if line is not None:  # a broadcast of a scalar, emitted at its first full-size read
+            self.lines.append(line)
         return self.names[v]
 
     # ---- buffers ---------------------------------------------------------------------------
@@ -111,14 +116,18 @@ class Generator:
     def view_of(self, eqn, i):
         self._kind = ("view", i)
 
-    def out_buffer(self, eqn, args, in_place):
+    def out_buffer(self, eqn, args, in_place, only=None):
         """A dead buffer of the result's shape and dtype to write into, or None: an operand
-        dying at this equation (when `in_place`), else one from the pool."""
+        dying at this equation (when `in_place`; among the operands at positions `only`,
+        if given, and never one that another position also reads), else one from the
+        pool."""
         aval = eqn.outvars[0].aval
         if not aval.shape:
             return None
         if in_place:
-            for v in eqn.invars:
+            for i, v in enumerate(eqn.invars):
+                if only is not None and (i not in only or eqn.invars.count(v) > 1):
+                    continue
                 if (type(v) is Var and self.last_use.get(v) == self._index and v in self.owned
                         and self.root[v] is v and self.live[v] == 1 and v not in self.consumed
                         and v.aval.shape == aval.shape and v.aval.dtype == aval.dtype):
@@ -173,14 +182,21 @@ class Generator:
         fn = EMITTERS.get(prim)
         if fn is not None and not prim.multiple_results:
             scalar_ok = any(type(v) is Var for v in eqn.invars)
-            expr = fn(self, eqn, [self.src(v, scalar_ok) for v in eqn.invars])
+            expr = fn(self, eqn, [self.src(v, scalar_ok, flush=False) for v in eqn.invars])
+            if expr is not None:
+                for v in eqn.invars:  # pending broadcasts the expression does read
+                    if v in self.pending and re.search(rf"\b{self.names[v]}\b", expr):
+                        self.lines.append(self.pending.pop(v))
         if expr is None:
             self._kind = None
             self._emit_kernel(eqn)
         else:
             out = eqn.outvars[0]
             target = self._bind(out) if type(out) is Var else "_"
-            self.lines.append(f"{target} = {expr}")
+            if prim is broadcast_in_dim_p and not eqn.invars[0].aval.shape and target != "_":
+                self.pending[out] = f"{target} = {expr}"  # consumers may read the scalar
+            else:
+                self.lines.append(f"{target} = {expr}")
         self._track(eqn)
         if self.debug_nans:
             self._emit_nan_check(eqn)
@@ -235,7 +251,7 @@ class Generator:
 
     def _emit_nan_check(self, eqn):
         outs = [self.names[v] for v in eqn.outvars if type(v) is Var
-                and v.aval.dtype.kind == "f"]
+                and v.aval.dtype.kind == "f" and v not in self.pending]
         if not outs:
             return
         ins = [self.src(v, False) for v in eqn.invars]

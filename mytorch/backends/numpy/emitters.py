@@ -126,7 +126,7 @@ def _select_n(g, eqn, args):
     if which.dtype != np.bool_ or len(args) != 3 or not eqn.outvars[0].aval.shape \
             or not _native(eqn):
         return None
-    out = g.out_buffer(eqn, args[1:], in_place=True)
+    out = g.out_buffer(eqn, args[1:], in_place=True, only=(2,))  # c1 is read first, once
     g.fresh(eqn)
     c0, c1 = (g.scalar_arg(v, a) for v, a in zip(eqn.invars[1:], args[1:]))
     return f"_select({args[0]}, {c0}, {c1}, {out})"
@@ -141,10 +141,13 @@ def _select_runtime(which, c0, c1, out=None):
     c0, c1 = np.asarray(c0), np.asarray(c1)
     bits = _BITS[c1.dtype.itemsize]
     b = c0.view(bits)
-    if out is not None and np.may_share_memory(out, c0):
-        b = b.copy()  # `out` overwrites c0, which the last step reads again
+    if out is not None:  # `out` is written first: keep what is read after it
+        if np.may_share_memory(out, c0):
+            b = b.copy()
+        if np.may_share_memory(out, which):
+            which = which.copy()
     t = np.bitwise_xor(c1.view(bits), b, out=None if out is None else out.view(bits))
-    if t.shape != which.shape:
+    if t.ndim < which.ndim:
         t = np.broadcast_to(t, which.shape).copy()
     np.multiply(t, which, out=t)
     np.bitwise_xor(t, b, out=t)
@@ -156,7 +159,7 @@ def _clamp(g, eqn, args):
     if not _native(eqn) or not eqn.outvars[0].aval.shape:
         return None
     lo, x, hi = args
-    out = g.out_buffer(eqn, [x], in_place=True)
+    out = g.out_buffer(eqn, [x], in_place=True, only=(1,))  # lo and hi are read after x
     g.fresh(eqn)
     extra = f", out={out}" if out else ""
     return f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})"
@@ -281,10 +284,15 @@ def _dot_general(g, eqn, args):
     out_shape = eqn.outvars[0].aval.shape
     mm_shape = (nb, m, n) if lb else (m, n)
     g.fresh(eqn)
+    if not lb and len(rhs) <= 2 and len(lhs) <= 2 and 1 in (len(lhs), len(rhs)) \
+            and lc == (len(lhs) - 1,) and rc == (0,):  # matrix-vector products as they are
+        return f"np.matmul({args[0]}, {args[1]})"
     if k == 1 and (lb or m == 1 or n == 1):  # an outer product: one broadcasting multiply
-        a = _arrange(args[0], lhs, (*lb, *lfree, *lc), (nb, m, 1) if lb else (m, 1))
-        b = _arrange(args[1], rhs, (*rb, *rc, *rfree), (nb, 1, n) if lb else (1, n))
-        return f"np.reshape(np.multiply({a}, {b}), {tuple(out_shape)})"
+        bshape = tuple(lhs[i] for i in lb)
+        lshape, rshape = tuple(lhs[i] for i in lfree), tuple(rhs[i] for i in rfree)
+        a = _arrange(args[0], lhs, (*lb, *lfree, *lc), bshape + lshape + (1,) * len(rshape))
+        b = _arrange(args[1], rhs, (*rb, *rc, *rfree), bshape + (1,) * len(lshape) + rshape)
+        return f"np.multiply({a}, {b})"
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, [], in_place=False)
         return f"np.matmul({a}, {b}" + (f", out={out})" if out else ")")

@@ -18,6 +18,7 @@ import math
 
 from mytorch.backends.numpy.emitters import fusable
 from mytorch.core.jaxpr import Literal, Var
+from mytorch.lax.elementwise import clamp_p, select_n_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 16  # smaller arrays are not worth a Python loop over blocks
@@ -73,6 +74,10 @@ def _run_shape(eqn):
     return shape
 
 
+# operands an op may overwrite with its result (the others are read after it starts writing)
+_IN_PLACE = {clamp_p: (1,), select_n_p: (2,)}
+
+
 class _BlockGen:
     """The generator seen by emitters inside a block: every result goes to a scratch
     buffer (reused once dead) or to its full-size output's block."""
@@ -95,7 +100,7 @@ class _BlockGen:
     def view_of(self, eqn, i):
         pass
 
-    def out_buffer(self, eqn, args, in_place):
+    def out_buffer(self, eqn, args, in_place, only=None):
         return self.target
 
     def scalar_arg(self, v, default):
@@ -148,8 +153,10 @@ def emit_run(gen, eqns, run, pos):
     bg = _BlockGen(gen, local, out_local, None)
     for pos, e in enumerate(members):
         out = e.outvars[0]
-        dying = [v for v in e.invars if type(v) is Var and v in defined and v not in out_local
-                 and last_in_run.get(v) == pos and v.aval.dtype == out.aval.dtype]
+        dying = [v for i, v in enumerate(e.invars)
+                 if type(v) is Var and v in defined and v not in out_local
+                 and last_in_run.get(v) == pos and v.aval.dtype == out.aval.dtype
+                 and e.invars.count(v) == 1 and i in _IN_PLACE.get(e.primitive, (i,))]
         if out in out_local:
             bg.target = out_local[out]
         elif dying:  # in place: elementwise ops may write over an operand they read
@@ -183,10 +190,10 @@ def emit_run(gen, eqns, run, pos):
     flat_in = []
     for v in inputs:
         if by_rows:
-            flat_in.append(gen.names[v])
+            flat_in.append(gen.src(v, False))
             continue
         name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.reshape({gen.names[v]}, {rows_shape})")
+        lines.append(f"{name} = np.reshape({gen.src(v, False)}, {rows_shape})")
         flat_in.append(name)
     flat_out = []
     for v in escaping:
@@ -208,7 +215,7 @@ def emit_run(gen, eqns, run, pos):
         scratch_names.append(name)
     full_blocks = size - size % block
     sl = "[_i:_i + " + str(block) + "]"
-    whole = [gen.names[v] for v in scalars]
+    whole = [gen.src(v, False) for v in scalars]
     call = ", ".join([*(n + sl for n in flat_in), *whole, *(n + sl for n in flat_out),
                       *scratch_names])
     lines.append(f"for _i in range(0, {full_blocks}, {block}):")
