@@ -60,7 +60,10 @@ class Generator:
         self.pool = {}
         self.scalar_of = {}  # broadcasts of 0-d values -> the 0-d value
         self.pending = {}  # such broadcasts not emitted until something reads them in full
-        self.order, self.runs = find_runs(jaxpr.eqns)
+        if debug_nans:  # every equation is checked on its own: no fused blocks
+            self.order, self.runs = list(range(len(jaxpr.eqns))), {}
+        else:
+            self.order, self.runs = find_runs(jaxpr.eqns)
         self.last_use = _last_uses(jaxpr, self.order, self.runs)
         self.blocks = []
         self.donated = donated
@@ -122,7 +125,7 @@ class Generator:
         if given, and never one that another position also reads), else one from the
         pool."""
         aval = eqn.outvars[0].aval
-        if not aval.shape:
+        if not aval.shape or self.debug_nans:  # the NaN check reads the operands after
             return None
         if in_place:
             for i, v in enumerate(eqn.invars):
