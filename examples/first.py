@@ -1,4 +1,5 @@
-"""A first mytorch program: trace a function to a jaxpr, print it, evaluate it.
+"""A first mytorch program: trace a function to a jaxpr, print it, evaluate it, then train
+it with a jit-compiled gradient step.
 
     python examples/first.py
 """
@@ -35,6 +36,18 @@ def main():
     print(f"\nloss, run eagerly:        {float(eager):.6f}")
     print(f"loss, by evaluating jaxpr: {float(staged):.6f}")
     assert np.allclose(eager, staged)
+
+    @mt.jit
+    def sgd_step(params, x, y):
+        grads = mt.grad(loss)(params, x, y)
+        return mt.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+
+    print("\nThe NumPy code jit generates for one SGD step:")
+    print(sgd_step.lower(params, x, y).as_text())
+    for i in range(100):
+        params = sgd_step(params, x, y)
+    print(f"loss after 100 compiled SGD steps: {float(loss(params, x, y)):.6f}")
+    assert float(loss(params, x, y)) < float(eager)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,10 @@ def _squeeze(eqn, defs):
     return _same(eqn, eqn.invars[0]) if not eqn.params["dimensions"] else None
 
 
+def _integer_pow(eqn, defs):
+    return _same(eqn, eqn.invars[0]) if eqn.params["y"] == 1 else None
+
+
 def _rev(eqn, defs):
     return _same(eqn, eqn.invars[0]) if not eqn.params["dimensions"] else None
 
@@ -271,7 +275,7 @@ class _Prims:
             ew.convert_element_type_p: _convert, ew.select_n_p: _select_n,
             st.transpose_p: _transpose, st.reshape_p: _reshape,
             st.broadcast_in_dim_p: _broadcast_in_dim, st.squeeze_p: _squeeze,
-            st.rev_p: _rev, st.slice_p: _slice, st.pad_p: _pad,
+            st.rev_p: _rev, st.slice_p: _slice, st.pad_p: _pad, ew.integer_pow_p: _integer_pow,
             st.concatenate_p: _concatenate,
         }
 

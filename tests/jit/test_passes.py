@@ -227,6 +227,17 @@ def test_simplify_neg_neg():
     assert out.jaxpr.outvars[0] is x and prims(out) == ["neg"]
 
 
+def test_simplify_integer_pow_one():
+    b = Builder()
+    x = b.arg((3,))
+    p1 = b(ew.integer_pow_p, x, y=1)
+    p2 = b(ew.integer_pow_p, p1, y=2)
+    out = dce_closed(simplify(b.build(p1, p2)))
+    assert out.jaxpr.outvars[0] is x and prims(out) == ["integer_pow"]
+    x_np = np.array([1.5, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(np.asarray(out(x_np)[1]), x_np ** 2)
+
+
 @settings(max_examples=20)
 @given(st.data())
 def test_simplify_composes_transposes(data):
