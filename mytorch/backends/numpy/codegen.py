@@ -174,6 +174,15 @@ class Generator:
     def bind(self, v):
         return self._bind(v)
 
+    def overwrite(self, v, pos):
+        """Claim `v`'s buffer for a result computed at `pos`, if `v` dies there and nothing
+        else can read it (an allocated or donated buffer, not viewed by anything live)."""
+        if (self.last_use.get(v) == pos and v in self.owned and self.root[v] is v
+                and self.live[v] == 1 and v not in self.consumed):
+            self.consumed.add(v)
+            return True
+        return False
+
     def pool_buffer(self, aval):
         free = self.pool.get((aval.shape, aval.dtype))
         return free.pop() if free else None

@@ -112,6 +112,7 @@ def emit_run(gen, eqns, run, pos):
     """Emit the blocked loop computing the run's equations (indices `run` into `eqns`);
     returns the variables it defines that are read later (materialised in full)."""
     members = [eqns[k] for k in run]
+    run_pos = pos
     shape = members[0].outvars[0].aval.shape
     size = math.prod(shape)
     defined = {v for e in members for v in e.outvars}
@@ -196,11 +197,21 @@ def emit_run(gen, eqns, run, pos):
         lines.append(f"{name} = np.reshape({gen.src(v, False)}, {rows_shape})")
         flat_in.append(name)
     flat_out = []
+    read_at = {}  # input -> the last member reading it
+    for k, e in enumerate(members):
+        for v in e.invars:
+            if type(v) is Var and v in inputs:
+                read_at[v] = k
+    def_at = {v: k for k, e in enumerate(members) for v in e.outvars}
     for v in escaping:
         dt = gen.dtype(v.aval.dtype)
         full = gen.bind(v)
         # collapsed rows write through np.reshape, a view only of a C-contiguous array: fresh
-        buf = gen.pool_buffer(v.aval) if by_rows else None
+        buf = None
+        if by_rows:  # an input dying here, read for the last time no later than v is written
+            buf = next((gen.names[x] for x in inputs if read_at[x] <= def_at[v]
+                        and x.aval.dtype == v.aval.dtype and gen.overwrite(x, run_pos)), None)
+            buf = buf or gen.pool_buffer(v.aval)
         lines.append(f"{full} = {buf}" if buf else f"{full} = np.empty({shape}, {dt})")
         if by_rows:
             flat_out.append(full)
