@@ -23,6 +23,8 @@ def small_blocks(monkeypatch):
     mt.clear_caches()
 
 
+# tolerances: float32 chains differ by a few ulps (x**3 is x*x*x compiled, pow eagerly),
+# amplified by exp
 UNARY = [mnp.tanh, mnp.exp, mnp.sin, lax.logistic, mnp.abs, mnp.negative, mnp.sqrt,
          lambda x: x ** 2, lambda x: x ** 3, lambda x: x * 0.5, lambda x: 1.0 - x]
 BINARY = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum, lambda a, b: a / b,
@@ -60,7 +62,7 @@ def test_fused_runs_match_eager(f, n, seed):
     got = mt.jit(f)(x, y, s)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-6)
     np.testing.assert_array_equal(np.asarray(x), x_before)  # inputs are never written
 
 
@@ -82,7 +84,7 @@ def test_fused_rows_of_views_match_eager(f, rows, cols, seed):
     want = g(x, b, s)
     got = mt.jit(g)(x, b, s)
     for gv, wv in zip(got, want, strict=True):
-        np.testing.assert_allclose(np.asarray(gv), np.asarray(wv), rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(gv), np.asarray(wv), rtol=2e-5, atol=1e-6)
 
 
 def test_the_blocked_path_is_taken():

@@ -48,4 +48,9 @@ class NumpyBackend(Backend):
 numpy_backend = NumpyBackend()
 register_backend(numpy_backend)
 
+from mytorch.backends.numpy import allocator  # noqa: E402
+
+allocator.tune(config.tune_malloc)
+config.on_update(lambda name, value: name == "tune_malloc" and allocator.tune(value))
+
 from mytorch.backends.numpy import kernels  # noqa: E402,F401  (registers the kernels)

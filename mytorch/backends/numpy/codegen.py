@@ -108,6 +108,8 @@ class Generator:
         if owned:
             self.owned.add(v)
 
+    must_write_out = False  # fused blocks need every result written through out=
+
     def scalar_arg(self, v, default):
         """Source of the 0-d value that `v` broadcasts, if it is such a broadcast."""
         src = self.scalar_of.get(v) if type(v) is Var else None

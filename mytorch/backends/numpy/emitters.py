@@ -126,12 +126,16 @@ def _select_n(g, eqn, args):
     if which.dtype != np.bool_ or len(args) != 3 or not eqn.outvars[0].aval.shape \
             or not _native(eqn):
         return None
+    c0, c1 = (g.scalar_arg(v, a) for v, a in zip(eqn.invars[1:], args[1:]))
+    if math.prod(eqn.outvars[0].aval.shape) < _SMALL_SELECT and not g.must_write_out:
+        g.fresh(eqn)  # small: np.where's call costs less than the bit select's
+        return f"np.where({args[0]}, {c1}, {c0})"
     out = g.out_buffer(eqn, args[1:], in_place=True, only=(2,))  # c1 is read first, once
     g.fresh(eqn)
-    c0, c1 = (g.scalar_arg(v, a) for v, a in zip(eqn.invars[1:], args[1:]))
     return f"_select({args[0]}, {c0}, {c1}, {out})"
 
 
+_SMALL_SELECT = 4096
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -141,6 +145,11 @@ def _select_runtime(which, c0, c1, out=None):
     c0, c1 = np.asarray(c0), np.asarray(c1)
     bits = _BITS[c1.dtype.itemsize]
     b = c0.view(bits)
+    if not c0.ndim and not c1.ndim:  # two scalars: which * (c0 ^ c1) ^ c0, two passes
+        t = out.view(bits) if out is not None else np.empty(which.shape, bits)
+        np.multiply(which, np.bitwise_xor(c1.view(bits), b), out=t)
+        np.bitwise_xor(t, b, out=t)
+        return t.view(c1.dtype)
     if out is not None:  # `out` is written first: keep what is read after it
         if np.may_share_memory(out, c0):
             b = b.copy()

@@ -21,7 +21,7 @@ from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
-MIN_SIZE = 1 << 16  # smaller arrays are not worth a Python loop over blocks
+MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
@@ -99,6 +99,8 @@ class _BlockGen:
 
     def view_of(self, eqn, i):
         pass
+
+    must_write_out = True
 
     def out_buffer(self, eqn, args, in_place, only=None):
         return self.target
