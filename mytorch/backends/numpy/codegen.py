@@ -59,6 +59,7 @@ class Generator:
         self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
         self.pool = {}
         self.scalar_of = {}  # broadcasts of 0-d values -> the 0-d value
+        self.expand_of = {}  # other broadcasts -> (source, its shape with size-1 axes)
         self.pending = {}  # such broadcasts not emitted until something reads them in full
         if debug_nans:  # every equation is checked on its own: no fused blocks
             self.order, self.runs = list(range(len(jaxpr.eqns))), {}
@@ -109,6 +110,20 @@ class Generator:
             self.owned.add(v)
 
     must_write_out = False  # fused blocks need every result written through out=
+
+    def ufunc_args(self, eqn, args):
+        """`args` with broadcasts replaced by their source viewed with size-1 axes, where
+        another operand has the full shape: the ufunc broadcasts for free."""
+        shape = eqn.outvars[0].aval.shape
+        full = [type(v) is Var and v.aval.shape == shape and v not in self.expand_of
+                for v in eqn.invars]
+        out = list(args)
+        for i, v in enumerate(eqn.invars):
+            if type(v) is Var and v in self.expand_of and any(
+                    f for j, f in enumerate(full) if j != i):
+                src, expanded = self.expand_of[v]
+                out[i] = f"np.reshape({self.src(src, False)}, {expanded})"
+        return out
 
     def scalar_arg(self, v, default):
         """Source of the 0-d value that `v` broadcasts, if it is such a broadcast."""
@@ -207,8 +222,8 @@ class Generator:
         else:
             out = eqn.outvars[0]
             target = self._bind(out) if type(out) is Var else "_"
-            if prim is broadcast_in_dim_p and not eqn.invars[0].aval.shape and target != "_":
-                self.pending[out] = f"{target} = {expr}"  # consumers may read the scalar
+            if prim is broadcast_in_dim_p and target != "_":
+                self.pending[out] = f"{target} = {expr}"  # consumers may read the source
             else:
                 self.lines.append(f"{target} = {expr}")
         self._track(eqn)
@@ -216,8 +231,15 @@ class Generator:
             self._emit_nan_check(eqn)
 
     def _track(self, eqn):
-        if eqn.primitive is broadcast_in_dim_p and not eqn.invars[0].aval.shape:
-            self.scalar_of[eqn.outvars[0]] = eqn.invars[0]
+        if eqn.primitive is broadcast_in_dim_p:
+            src, dims = eqn.invars[0], eqn.params["broadcast_dimensions"]
+            if not src.aval.shape:
+                self.scalar_of[eqn.outvars[0]] = src
+            elif type(src) is Var and list(dims) == sorted(dims):
+                expanded = [1] * len(eqn.params["shape"])
+                for i, d in enumerate(dims):
+                    expanded[d] = src.aval.shape[i]
+                self.expand_of[eqn.outvars[0]] = (src, tuple(expanded))
         kind = self._kind
         for v in eqn.outvars:
             if type(v) is not Var:

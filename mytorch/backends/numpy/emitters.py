@@ -48,6 +48,7 @@ def _float_op(eqn):
 # ---- elementwise: one ufunc call --------------------------------------------------------
 
 def _ufunc_call(g, eqn, args, ufunc_name):
+    args = g.ufunc_args(eqn, args)
     out = g.out_buffer(eqn, args, in_place=True)
     g.fresh(eqn)
     extra = f", out={out}" if out else ""

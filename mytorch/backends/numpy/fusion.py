@@ -102,6 +102,9 @@ class _BlockGen:
 
     must_write_out = True
 
+    def ufunc_args(self, eqn, args):
+        return args  # blocks slice full-size (broadcast) views by rows
+
     def out_buffer(self, eqn, args, in_place, only=None):
         return self.target
 
