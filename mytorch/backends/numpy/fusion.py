@@ -211,13 +211,16 @@ def emit_run(gen, eqns, run, pos):
     for v in escaping:
         dt = gen.dtype(v.aval.dtype)
         full = gen.bind(v)
-        # collapsed rows write through np.reshape, a view only of a C-contiguous array: fresh
-        buf = None
-        if by_rows:  # an input dying here, read for the last time no later than v is written
-            buf = next((gen.names[x] for x in inputs if read_at[x] <= def_at[v]
-                        and x.aval.dtype == v.aval.dtype and gen.overwrite(x, run_pos)), None)
-            buf = buf or gen.pool_buffer(v.aval)
-        lines.append(f"{full} = {buf}" if buf else f"{full} = np.empty({shape}, {dt})")
+        # an input dying here, read for the last time no later than v is written, or a dead
+        # buffer; collapsed rows write through np.reshape, a view only of a C-contiguous
+        # array, so there a buffer in another layout is replaced by a fresh one
+        buf = next((gen.names[x] for x in inputs if read_at[x] <= def_at[v]
+                    and x.aval.dtype == v.aval.dtype and gen.overwrite(x, run_pos)), None)
+        buf = buf or gen.pool_buffer(v.aval)
+        fresh = f"np.empty({shape}, {dt})"
+        if buf and not by_rows:
+            buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
+        lines.append(f"{full} = {buf or fresh}")
         if by_rows:
             flat_out.append(full)
             continue
