@@ -14,7 +14,7 @@ transpose runs that recomputation inside the backward pass.
 import functools
 
 from mytorch.core import tree_util
-from mytorch.core.ad_util import Zero, instantiate, is_differentiable
+from mytorch.core.ad_util import Zero, is_differentiable
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
@@ -22,7 +22,7 @@ from mytorch.core.trace import EvalTrace, aval_of, current_trace, set_current_tr
 from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.jvp import jvp_call_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
@@ -108,17 +108,8 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
     nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
                for p, t in zip(primals, tangents)]
     n_out = len(jaxpr.outvars)
-
-    def jvp_fun(*xs):
-        ps = xs[:len(primals)]
-        ts_in = iter(xs[len(primals):])
-        ts = [next(ts_in) if nz else Zero(aval_of(p)) for p, nz in zip(ps, nonzero)]
-        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(ps), ts)
-        return [*outs, *[instantiate(t) for t in t_outs]]
-
     avals = [aval_of(p) for p in primals]
-    t_avals = [a for a, nz in zip(avals, nonzero) if nz]
-    jvp_jaxpr, consts = trace_closed_over(jvp_fun, [*avals, *t_avals], "checkpoint_jvp")
+    jvp_jaxpr, consts = jvp_call_jaxpr(jaxpr, avals, nonzero, "checkpoint_jvp")
     ts = [t for t, nz in zip(tangents, nonzero) if nz]
     outs = checkpoint_p.bind(*consts, *primals, *ts, jaxpr=jvp_jaxpr, policy=policy,
                              prevent_cse=prevent_cse)

@@ -16,14 +16,14 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr
+from mytorch.core.jaxpr import ClosedJaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.core.tree_util import tree_unflatten
 from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.jvp import jvp_call_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
@@ -184,16 +184,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, name, donated):
     n_out = len(jaxpr.outvars)
 
     def make():
-        def jvp_fun(*xs):
-            ps = xs[:len(primals)]
-            ts_in = iter(xs[len(primals):])
-            ts = [next(ts_in) if nz else Zero(aval_of(p)) for p, nz in zip(ps, nonzero)]
-            outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(ps), ts)
-            return [*outs, *[instantiate(t) for t in t_outs]]
-
-        avals = jaxpr.in_avals
-        t_avals = [aval_of(t) for t, nz in zip(tangents, nonzero) if nz]
-        return (jaxpr, *trace_closed_over(jvp_fun, [*avals, *t_avals], f"jvp({name})"))
+        return (jaxpr, *jvp_call_jaxpr(jaxpr, jaxpr.in_avals, nonzero, f"jvp({name})"))
 
     t_key = tuple(aval_of(t) if nz else None for t, nz in zip(tangents, nonzero))
     _, jvp_jaxpr, consts = _jvp_jaxprs.get_or((id(jaxpr), nonzero, t_key), make)

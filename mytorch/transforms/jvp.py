@@ -10,7 +10,9 @@ tangents are all zero is bound on the primals alone, so stopped and unused value
 nothing, and results with a zero tangent leave the JVP trace (they are constants to it).
 """
 
-from mytorch.core.ad_util import Zero, add_tangents, instantiate, is_differentiable
+from mytorch.core.ad_util import (
+    Zero, add_tangents, instantiate, is_differentiable, tangent_aval,
+)
 from mytorch.core.trace import Trace, Tracer, aval_of, new_trace, set_current_trace
 
 
@@ -93,3 +95,30 @@ def jvp_flat(fun, primals, tangents, name="jvp"):
 
 __all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "Zero", "add_tangents", "instantiate",
            "is_differentiable"]
+
+
+def jvp_call_jaxpr(jaxpr, avals, nonzero, name):
+    """The JVP of a call primitive's constant-free `jaxpr`, traced to a new one.
+
+    Args:
+      jaxpr: the called Jaxpr (no constvars).
+      avals: the primal input avals.
+      nonzero: per input, whether its tangent is an input of the result (else zero).
+
+    Returns:
+      (jaxpr, consts): the new jaxpr takes consts, the primals, then the nonzero tangents,
+      and returns the primal outputs followed by one tangent per output.
+    """
+    from mytorch.core.jaxpr import eval_jaxpr
+    from mytorch.transforms.closure import trace_closed_over
+
+    n = len(avals)
+
+    def jvp_fun(*xs):
+        ts_in = iter(xs[n:])
+        ts = [next(ts_in) if nz else Zero(a) for a, nz in zip(avals, nonzero)]
+        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts)
+        return [*outs, *[instantiate(t) for t in t_outs]]
+
+    t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzero) if nz]
+    return trace_closed_over(jvp_fun, [*avals, *t_avals], name)
