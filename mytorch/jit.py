@@ -116,7 +116,6 @@ class JitFunction:
             self._params[i] for i in static_argnums if 0 <= i < len(self._params)}
         self._static_nums |= {i for i, p in enumerate(self._params) if p in static_argnames}
         self._donate = frozenset(donate_argnums)
-        self._has_static = bool(self._static_nums or self._static_names or static_argnums)
         self._neg_static = any(i < 0 for i in static_argnums)
         self._static_raw = static_argnums
         self._fast = {}  # positional arrays only: (shape, dtype, weak, device)* -> runner

@@ -23,6 +23,7 @@ _DEFAULTS = {
     "tune_malloc": True,
 }
 _CHOICES = {"default_backend": ("cpu", "gpu")}
+_NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on compiled code
 
 
 def _from_env(name, default):
@@ -74,8 +75,9 @@ class Config:
         raise AttributeError(f"use mt.config.update({name!r}, value) to change an option")
 
     def values(self):
-        """A tuple of (name, value) pairs: part of every compilation cache key."""
-        return tuple(sorted(self._values.items()))
+        """A tuple of (name, value) pairs of the options that change what a program
+        computes or how it is compiled: part of every compilation cache key."""
+        return tuple(sorted((k, v) for k, v in self._values.items() if k not in _NOT_KEYED))
 
     def on_update(self, listener):
         """Call `listener(name, value)` after every update (used to drop stale caches)."""

@@ -35,3 +35,21 @@ def test_no_warning_for_a_short_loop_or_a_cache_hit():
         warnings.simplefilter("error")
         f(mnp.ones(2))
         f(mnp.ones(2))
+
+
+def test_toggling_explanations_does_not_retrace():
+    calls = []
+
+    def body(x):
+        calls.append(1)
+        return x * 2.0
+
+    f = mt.jit(body)
+    f(mnp.ones(2))
+    mt.config.update("explain_cache_misses", True)
+    try:
+        f(mnp.ones(2))
+    finally:
+        mt.config.update("explain_cache_misses", False)
+    f(mnp.ones(2))
+    assert len(calls) == 1
