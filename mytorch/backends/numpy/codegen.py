@@ -98,7 +98,7 @@ class Generator:
                 return repr(value.item())
             return self.hoist(value, "l")
         line = self.pending.pop(v, None) if flush else None
-        if line is not None:  # a broadcast of a scalar, emitted at its first full-size read
+        if line is not None:  # a broadcast, emitted at its first full-size read
             self.lines.append(line)
         return self.names[v]
 
