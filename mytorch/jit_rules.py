@@ -8,6 +8,7 @@ Each rule's traced result is cached per (jaxpr, pattern), so repeated eager call
 `grad(jit(f))` or `vmap(jit(f))` hit the compilation cache instead of retracing.
 """
 
+import functools
 import sys
 import time
 from collections import OrderedDict
@@ -20,7 +21,7 @@ from mytorch.core.jaxpr import ClosedJaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
-from mytorch.core.tree_util import tree_unflatten
+from mytorch.core.tree_util import tree_structure, tree_unflatten
 from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_call_jaxpr
@@ -107,14 +108,25 @@ class Executable:
                 bufs.append(f"{a}._buf")
         lines.append(f"    r = fn({', '.join(bufs)})")
         wraps = [f"AI(r[{j}], {w}, dev)" for j, w in enumerate(self.out_weak)]
+        n_out = len(wraps)
         if out_tree.num_nodes == 1 and out_tree.num_leaves == 1:
             lines.append(f"    return {wraps[0]}")
+        elif out_tree == _flat_structure(tuple, n_out):
+            lines.append(f"    return ({', '.join(wraps)}{',' if n_out == 1 else ''})")
+        elif out_tree == _flat_structure(list, n_out):
+            lines.append(f"    return [{', '.join(wraps)}]")
         else:
             lines.append(f"    return unflatten(tree, [{', '.join(wraps)}])")
         ns = {"fn": self.fn, "AI": ArrayImpl, "dev": self.device, "_take": _take,
               "_name": self.name, "unflatten": tree_unflatten, "tree": out_tree}
         exec(compile("\n".join(lines), f"<jit runner {self.name}>", "exec"), ns)
         return ns["run"]
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_structure(kind, n):
+    """The tree structure of a tuple (or list) of `n` leaves."""
+    return tree_structure(kind(range(n)))
 
 
 def _take(array, name):

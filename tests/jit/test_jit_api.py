@@ -405,7 +405,7 @@ def test_lower_shows_the_generated_code_and_the_optimised_jaxpr():
     f = mt.jit(lambda x, y: mnp.tanh(x) * y + mnp.tanh(x) * 0.0 + 1.0)
     lowered = f.lower(mnp.ones((3, 4)), mnp.ones((3, 4)))
     text = lowered.as_text()
-    assert "def " in text and "np." in text and "return" in text
+    assert "def " in text and "np_tanh(" in text and "return" in text
     assert isinstance(lowered.jaxpr, mt.ClosedJaxpr)
     mt.check_jaxpr(lowered.jaxpr.jaxpr)
     assert {"trace_ms", "codegen_ms"} <= set(lowered.timings)

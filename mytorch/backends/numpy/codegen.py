@@ -4,13 +4,13 @@
         _tok = _errset(_IGNORE)
         try:
             v0 = np.matmul(a0, a1)
-            v1 = np.tanh(v0, out=v0)          # v0 dies here: its buffer is reused
+            v1 = np_tanh(v0, out=v0)          # v0 dies here: its buffer is reused
             return [v1]
         finally:
             _errreset(_tok)
 
-Variables are locals, scalar literals are inlined, constants are module globals of the
-generated code, and each primitive is one NumPy call where an emitter exists (emitters.py),
+Variables are locals, scalar literals are inlined, constants (and the ufuncs, as
+`np_<name>`) are module globals of the generated code, and each primitive is one NumPy call where an emitter exists (emitters.py),
 else a call of its eager kernel. Buffers are tracked so that a dead intermediate (one that
 nothing else views) is written again through `out=`, in place when an elementwise op's
 operand dies at that op; donated inputs that nothing else references join that pool.
@@ -86,6 +86,12 @@ class Generator:
         name = f"_{prefix}{next(self._ids)}"
         self.ns[name] = value
         return name
+
+    def ufunc(self, name):
+        """The generated code's global name for NumPy's ufunc `name`."""
+        glob = f"np_{name}"
+        self.ns[glob] = getattr(np, name)
+        return glob
 
     def dtype(self, dt):
         return self.hoist(np.dtype(dt), "dt")

@@ -48,11 +48,13 @@ def _float_op(eqn):
 # ---- elementwise: one ufunc call --------------------------------------------------------
 
 def _ufunc_call(g, eqn, args, ufunc_name):
+    """`np_<ufunc>(*args[, out=...])`: the ufunc is a global of the generated code (a
+    module attribute lookup less per call)."""
     args = g.ufunc_args(eqn, args)
     out = g.out_buffer(eqn, args, in_place=True)
     g.fresh(eqn)
-    extra = f", out={out}" if out else ""
-    return f"np.{ufunc_name}({', '.join(args)}{extra})"
+    fn = g.ufunc(ufunc_name)
+    return f"{fn}({', '.join(args)}{f', out={out}' if out else ''})"
 
 
 def _ufunc_emitter(ufunc_name, floats_only=False):

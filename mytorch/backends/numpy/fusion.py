@@ -94,6 +94,9 @@ class _BlockGen:
     def dtype(self, dt):
         return self.outer.dtype(dt)
 
+    def ufunc(self, name):
+        return self.outer.ufunc(name)
+
     def fresh(self, eqn):
         pass
 
