@@ -95,6 +95,21 @@ def _make_mytorch(state):
     return lambda: step(*args)
 
 
+def _make_mytorch_donated(state):
+    """The step with params and Adam state donated (jit(..., donate_argnums=(0, 1, 2))), as
+    a training loop passes them: each call continues from the previous call's result."""
+    mt, new_step, args = _mytorch_parts(state)
+    step = mt.jit(new_step(), donate_argnums=(0, 1, 2))
+    carry = {"state": list(args[:3])}
+
+    def run():
+        out = step(*carry["state"], *args[3:])
+        carry["state"] = list(out)
+        return out
+
+    return run
+
+
 def _make_mytorch_first(state):
     mt, new_step, args = _mytorch_parts(state)
 
@@ -111,6 +126,20 @@ def _make_jax(state):
     jax, new_step, args = _jax_parts(state)
     step = jax.jit(new_step())
     return lambda: jax.block_until_ready(step(*args))
+
+
+def _make_jax_donated(state):
+    """JAX's step with params and Adam state donated, continuing from each result."""
+    jax, new_step, args = _jax_parts(state)
+    step = jax.jit(new_step(), donate_argnums=(0, 1, 2))
+    carry = {"state": [[jax.numpy.array(a, copy=True) for a in group] for group in args[:3]]}
+
+    def run():
+        out = jax.block_until_ready(step(*carry["state"], *args[3:]))
+        carry["state"] = list(out)
+        return out
+
+    return run
 
 
 def _make_jax_first(state):
@@ -159,6 +188,9 @@ def build(size="full", libs=None):
                                "mytorch": lambda: _make_mytorch(state),
                                "jax": lambda: _make_jax(state),
                                "torch": lambda: _make_torch(state)}, chosen)
+    steady += [Contender(f"{lib}_donated", make) for lib, make in (
+        ("mytorch", lambda: _make_mytorch_donated(state)),
+        ("jax", lambda: _make_jax_donated(state))) if lib in chosen]
     first = [Contender(f"{lib}_first", make, group="first call", first_call=True)
              for lib, make in (("mytorch", lambda: _make_mytorch_first(state)),
                                ("jax", lambda: _make_jax_first(state)),
@@ -170,7 +202,13 @@ def build(size="full", libs=None):
         rows=[Row(f"W3 {layers} MLP Adam, first call", "jax_first",
                   {lib: f"{lib}_first" for lib in _libs.LIBS}, base_label="JAX first call"),
               Row(f"W3 {layers} MLP Adam, steady step", "numpy",
-                  {lib: lib for lib in _libs.LIBS})],
+                  {lib: lib for lib in _libs.LIBS}),
+              Row(f"W3 {layers} MLP Adam, steady step, state donated", "numpy",
+                  {"mytorch": "mytorch_donated", "jax": "jax_donated",
+                   "torch": "torch"})],
         notes=["the first-call row divides by JAX's first call (trace + compile + run, "
                "caches cleared); PyTorch's first call is an eager step of a new model with "
-               "a new torch.optim.Adam."])
+               "a new torch.optim.Adam.",
+               "the donated row jits the step with donate_argnums=(0, 1, 2) (params, m, v), "
+               "as a training loop would, so the update may be written over the old state "
+               "as the NumPy reference and torch.optim do; PyTorch is the same as above."])
