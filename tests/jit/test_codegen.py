@@ -162,9 +162,11 @@ def test_jit_matches_eager_x64(x64, name, i, data):
     check_jit(fn, args)
 
 
-def test_debug_callback_runs_every_call_with_the_runtime_values():
+@settings(max_examples=3)
+@given(data=st.data())
+def test_debug_callback_runs_every_call_with_the_runtime_values(data):
     log = jit_cases.CALLBACK_LOG
-    fn, _ = jit_cases._debug_callback(lambda s: s.example(), DTYPES)
+    fn, _ = jit_cases._debug_callback(data.draw, DTYPES)
     jitted = mt.jit(fn)
     log.clear()
     for k in range(3):
