@@ -8,7 +8,7 @@ update under no_grad (torch.compile is not measured).
 
 import numpy as np
 
-from benchmarks.harness import Row, Workload
+from benchmarks.harness import Contender, Row, Workload
 from benchmarks.workloads import _libs, _mlp
 
 KEY = "W1"
@@ -45,6 +45,40 @@ def _make_mytorch(params, x, y, lr):
     step = mt.jit(_functional_step(mt.grad, mnp, logsumexp, lr))
     params, x, y = [mnp.asarray(p) for p in params], mnp.asarray(x), mnp.asarray(y)
     return lambda: step(params, x, y)
+
+
+def _make_mytorch_donated(params, x, y, lr):
+    """The step with the parameters donated, each call continuing from the last result."""
+    import mytorch as mt
+    import mytorch.numpy as mnp
+    from mytorch.scipy.special import logsumexp
+
+    step = mt.jit(_functional_step(mt.grad, mnp, logsumexp, lr), donate_argnums=0)
+    carry = {"params": [mnp.asarray(p) for p in params]}
+    x, y = mnp.asarray(x), mnp.asarray(y)
+
+    def run():
+        carry["params"] = step(carry["params"], x, y)
+        return carry["params"]
+
+    return run
+
+
+def _make_jax_donated(params, x, y, lr):
+    """JAX's step with the parameters donated, continuing from each result."""
+    jax = _libs.jax()
+    import jax.numpy as jnp
+    from jax.scipy.special import logsumexp
+
+    step = jax.jit(_functional_step(jax.grad, jnp, logsumexp, lr), donate_argnums=0)
+    carry = {"params": [jnp.array(p, copy=True) for p in params]}
+    x, y = jnp.asarray(x), jnp.asarray(y)
+
+    def run():
+        carry["params"] = jax.block_until_ready(step(carry["params"], x, y))
+        return carry["params"]
+
+    return run
 
 
 def _make_jax(params, x, y, lr):
@@ -85,11 +119,21 @@ def build(size="full", libs=None):
     makers = {"numpy": lambda: lambda: numpy_step(mine, x, y, lr),
               "mytorch": lambda: _make_mytorch(params, x, y, lr),
               "jax": lambda: _make_jax(params, x, y, lr),
-              "torch": lambda: _make_torch(params, x, y, lr)}
+              "torch": lambda: _make_torch(params, x, y, lr),
+              "mytorch_donated": lambda: _make_mytorch_donated(params, x, y, lr),
+              "jax_donated": lambda: _make_jax_donated(params, x, y, lr)}
+    chosen = _libs.selected(libs)
+    contenders = _libs.contenders(makers, chosen) + [
+        Contender(name, makers[name]) for name in ("mytorch_donated", "jax_donated")
+        if name.split("_")[0] in chosen]
     dims = "-".join(map(str, s["dims"]))
     return Workload(
-        KEY, TITLE, _libs.contenders(makers, _libs.selected(libs)), expected,
+        KEY, TITLE, contenders, expected,
         rows=[Row(f"W1 MLP {dims} SGD step, batch {s['batch']}", "numpy",
-                  {k: k for k in _libs.LIBS})],
+                  {k: k for k in _libs.LIBS}),
+              Row(f"W1 MLP {dims} SGD step, batch {s['batch']}, params donated", "numpy",
+                  {"mytorch": "mytorch_donated", "jax": "jax_donated", "torch": "torch"})],
         notes=["NumPy and PyTorch update the parameters in place; mytorch and JAX return "
-               "new arrays. PyTorch is eager (torch.compile not measured)."])
+               "new arrays (the donated row: jit(..., donate_argnums=0), as a training "
+               "loop passes them, so new parameters may be written over the old). PyTorch "
+               "is eager (torch.compile not measured)."])
