@@ -67,6 +67,7 @@ class Generator:
             self.order, self.runs = find_runs(jaxpr.eqns)
         self.last_use = _last_uses(jaxpr, self.order, self.runs)
         self.blocks = []
+        self.sub_texts = []  # generated source of sub-functions (shown by as_text)
         self.donated = donated
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             self.ns[self._bind(v, "c")] = np.asarray(c)
@@ -86,6 +87,16 @@ class Generator:
         name = f"_{prefix}{next(self._ids)}"
         self.ns[name] = value
         return name
+
+    def subfunction(self, jaxpr, consts=(), name="body"):
+        """Compile `jaxpr` (its constvars bound to `consts`) into its own generated function
+        and return the global name it has in this code: control-flow emitters call it (in
+        a loop, or per branch) on NumPy buffers; it returns a list of buffers."""
+        fn, text = generate(jaxpr, list(consts), (False,) * len(jaxpr.invars),
+                            f"{self.name}_{name}", self.backend, self.debug_nans)
+        glob = self.hoist(fn, name)
+        self.sub_texts.append(text)
+        return glob
 
     def ufunc(self, name):
         """The generated code's global name for NumPy's ufunc `name`."""
@@ -308,7 +319,8 @@ class Generator:
             s = self.src(v, scalar_ok=False)
             outs.append(f"np.asarray({s})" if not v.aval.shape else s)
         body = [*self.lines, f"return [{', '.join(outs)}]"]
-        head = "".join(b + "\n" for b in self.blocks)
+        head = "".join(t + "\n" for t in self.sub_texts)
+        head += "".join(b + "\n" for b in self.blocks)
         head += f"def {self.name}({', '.join(self.params)}):"
         inner = "\n".join("        " + line for line in body)
         return (f"{head}\n    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
