@@ -226,6 +226,19 @@ class Generator:
         self._kind = None
         expr = None
         fn = EMITTERS.get(prim)
+        if fn is not None and prim.multiple_results:
+            expr = fn(self, eqn, [self.src(v, False) for v in eqn.invars])
+            if expr is not None:  # a list of buffers; they may alias operands: never reused
+                self._kind = None
+                tmp = f"_r{next(self._ids)}"
+                self.lines.append(f"{tmp} = {expr}")
+                for j, v in enumerate(eqn.outvars):
+                    if type(v) is Var:
+                        self.lines.append(f"{self._bind(v)} = {tmp}[{j}]")
+                self._track(eqn)
+                if self.debug_nans:
+                    self._emit_nan_check(eqn)
+                return
         if fn is not None and not prim.multiple_results:
             scalar_ok = any(type(v) is Var for v in eqn.invars)
             expr = fn(self, eqn, [self.src(v, scalar_ok, flush=False) for v in eqn.invars])
