@@ -118,7 +118,8 @@ class Tracer(Array):
         raise ConcretizationTypeError(_concretization_message(self, what, suggestion))
 
     def __bool__(self):
-        return bool(self._concretize("`if`/bool()", "lax.cond or mnp.where"))
+        return bool(self._concretize("`if`/`while`/bool()",
+                                     "lax.cond, lax.while_loop or mnp.where"))
 
     def __int__(self):
         return int(self._concretize("int()", "lax.convert_element_type"))
