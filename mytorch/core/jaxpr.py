@@ -263,7 +263,7 @@ def check_jaxpr(jaxpr):
                     f"{where}: output typed {v.aval.str_short()} but {eqn.primitive.name} "
                     f"gives {aval.str_short()}"
                 )
-        for sub in _sub_jaxprs(eqn.params):
+        for sub in sub_jaxprs(eqn.params):
             check_jaxpr(sub)
         for v in eqn.outvars:
             bind(v, where)
@@ -275,7 +275,8 @@ def _same_type(a, b):
     return a.shape == b.shape and a.dtype == b.dtype
 
 
-def _sub_jaxprs(params):
+def sub_jaxprs(params):
+    """The Jaxprs / ClosedJaxprs among an equation's params (also inside tuples)."""
     for value in params.values():
         values = value if isinstance(value, tuple) else (value,)
         for v in values:

@@ -70,7 +70,7 @@ def _mergeable(eqn):
         return False
     if prim.kind == "call" and eqn.params.get("prevent_cse", False):
         return False
-    return prim.inline_param is None or not has_effects(eqn)
+    return not has_effects(eqn)
 
 
 def _literal_key(v):

@@ -7,7 +7,7 @@ an effectful equation. The operands of kept equations are live in turn. Sub-jaxp
 in params are not themselves pruned.
 """
 
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, sub_jaxprs
 
 
 def dce_jaxpr(jaxpr):
@@ -53,10 +53,7 @@ def _live_eqns(jaxpr):
 def has_effects(eqn):
     """Whether running `eqn` has a side effect: an effectful primitive, or a call whose
     jaxpr (or a call inside it) has an effectful equation."""
-    prim = eqn.primitive
-    if prim.effectful:
+    if eqn.primitive.effectful:
         return True
-    if prim.inline_param is None:
-        return False
-    called = eqn.params[prim.inline_param]
-    return any(has_effects(e) for e in getattr(called, "jaxpr", called).eqns)
+    return any(has_effects(e) for j in sub_jaxprs(eqn.params)
+               for e in getattr(j, "jaxpr", j).eqns)

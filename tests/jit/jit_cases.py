@@ -480,6 +480,23 @@ def _pure_callback(draw, dts):
     return (lambda a: mt.pure_callback(np.sin, sds, a * 3.0) + a), [x]
 
 
+def _scan(draw, dts):
+    rev = draw(st.booleans())
+
+    def f(xs):
+        xs = mnp.reshape(xs, (-1,))
+        c, ys = lax.scan(lambda c, x: (mnp.sin(c * 0.5 + x), c * x), mnp.sum(xs) * 0.0, xs,
+                         reverse=rev)
+        return c + mnp.sum(ys)
+    return draw(st.sampled_from([f, mt.grad(f)])), [_floats(draw, dts)]
+
+
+def _cond(draw, dts):
+    def f(x):
+        return lax.cond(mnp.sum(x) > 0, lambda v: mnp.sin(v) * 2.0, lambda v: v - 1.0, x)
+    return draw(st.sampled_from([f, mt.grad(lambda x: mnp.sum(f(x)))])), [_floats(draw, dts)]
+
+
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -500,7 +517,7 @@ CASES = {
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
     "custom_lin": [_custom_lin], "jit": [_jit], "debug_callback": [_debug_callback],
-    "pure_callback": [_pure_callback],
+    "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
 }
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]

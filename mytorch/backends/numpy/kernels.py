@@ -1,6 +1,8 @@
 """Imports every module of NumPy kernels, so that each registers its kernels."""
 
 from mytorch.backends.numpy import (  # noqa: F401
+    control_flow_cond,
+    control_flow_scan,
     convolution,
     dot,
     indexing,

@@ -1,0 +1,73 @@
+"""The NumPy code generator's lowering of `scan`: a Python loop over the compiled body.
+
+The body jaxpr is pruned to the outputs the program reads (`prune_scan`), optimised and
+compiled once into its own generated function (`g.subfunction`); the runtime helper
+`mytorch.lax.scan.scan_loop` calls it once per step on slices of the xs, writing each
+step's ys into buffers preallocated with `np.empty`. Nothing is retraced per iteration.
+"""
+
+import numpy as np
+
+from mytorch.backends.numpy.emitters import EMITTERS
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from mytorch.lax.scan import scan_loop, scan_p
+from mytorch.transforms.dce import dce_jaxpr
+
+__all__ = ["prune_scan"]
+
+
+def _read_vars(jaxpr):
+    return {v for e in jaxpr.eqns for v in e.invars if type(v) is Var} | {
+        v for v in jaxpr.outvars if type(v) is Var}
+
+
+def prune_scan(params, used_outs):
+    """Dead-code elimination of a scan: (new params, used-operand flags) computing only the
+    outputs flagged in `used_outs`. A carry stays when its result is used or when the body
+    reads it to compute something that stays (a fixpoint); unread consts and xs go."""
+    jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
+    keep_carry, keep_ys = list(used_outs[:ncar]), list(used_outs[ncar:])
+    while True:
+        outs = [v for v, k in zip(jaxpr.outvars, keep_carry + keep_ys) if k]
+        body = dce_jaxpr(Jaxpr([], jaxpr.invars, jaxpr.eqns, outs, jaxpr.debug_name))
+        read = _read_vars(body)
+        new = [k or v in read for k, v in zip(keep_carry, jaxpr.invars[nc:nc + ncar])]
+        if new == keep_carry:
+            break
+        keep_carry = new
+    used_in = ([v in read for v in jaxpr.invars[:nc]] + keep_carry
+               + [v in read for v in jaxpr.invars[nc + ncar:]])
+    body = Jaxpr([], [v for v, u in zip(jaxpr.invars, used_in) if u], body.eqns, body.outvars,
+                 jaxpr.debug_name)
+    new_params = dict(params, jaxpr=body, num_consts=sum(used_in[:nc]),
+                      num_carry=sum(keep_carry))
+    return new_params, used_in, keep_carry + keep_ys
+
+
+def _expand(outs, mask):
+    """The loop's results at the positions of the used outputs, None elsewhere."""
+    it = iter(outs)
+    return [next(it) if m else None for m in mask]
+
+
+def _emit_scan(g, eqn, args):
+    """`scan_loop(<compiled body>, ...)`: a list of the final carry and the stacked ys."""
+    from mytorch.transforms.optimize import optimize
+
+    used = [type(v) is Var and v in g.last_use for v in eqn.outvars]
+    p, used_in, kept = prune_scan(eqn.params, used)
+    body = optimize(ClosedJaxpr(p["jaxpr"], []))
+    fn = g.subfunction(body.jaxpr, body.consts, "scan_body")
+    loop = g.hoist(scan_loop, "scan_loop")
+    specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
+                          for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")
+    g.fresh(eqn)
+    args = [a for a, u in zip(args, used_in) if u]
+    head = f"{fn}, {p['num_consts']}, {p['num_carry']}, {p['length']}, {p['reverse']}, {specs}"
+    call = f"{loop}({', '.join([head, *args])})"
+    if all(kept):
+        return call
+    return f"{g.hoist(_expand, 'scan_expand')}({call}, {g.hoist(tuple(kept), 'scan_kept')})"
+
+
+EMITTERS[scan_p] = _emit_scan

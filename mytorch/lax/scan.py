@@ -1,0 +1,598 @@
+"""`scan`, `fori_loop` and `map`: loops as one primitive carrying the loop body's jaxpr.
+
+    carry, ys = scan(f, init, xs)          # f(carry, x) -> (carry, y), ys stacked on axis 0
+
+The `scan` equation's params: `jaxpr` (constant-free body: consts, carry, x-slices -> new
+carry, y-slice), `num_consts`, `num_carry`, `length`, `reverse`, `unroll` (semantics
+only). Its operands are consts, the initial carry and the stacked xs; its results are the
+final carry and the stacked ys.
+
+Rules: JVP is a scan of the JVP body (carry tangents that become nonzero are found by a
+fixpoint); linearize splits a scan into a known scan that also stacks each step's residuals
+as extra ys and a linear scan reading them; the transpose of the linear scan runs in the
+opposite direction over the stacked residuals (nothing is recomputed); batching keeps the
+scanned axis at 0 (batched xs and ys carry their batch dimension at 1).
+"""
+
+import operator
+
+import numpy as np
+
+from mytorch.core import tree_util
+from mytorch.core.ad_util import (
+    Zero, add_tangents, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
+)
+from mytorch.core.array import from_numpy
+from mytorch.core.aval import ShapedArray
+from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
+from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import where
+from mytorch.core.staging import StagingTrace
+from mytorch.core.trace import Tracer, aval_of, set_current_trace
+from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
+from mytorch.lax._utils import asarray
+from mytorch.transforms.closure import trace_closed_over
+from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.partial_eval import partial_eval_jaxpr
+from mytorch.transforms.transpose import backward_pass
+
+__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop"]
+
+
+# ---- the user-facing functions -----------------------------------------------------------
+def _describe(tree, avals):
+    return f"{tree} with leaves [{', '.join(a.str_short() for a in avals)}]"
+
+
+def _strong(aval):
+    return ShapedArray(aval.shape, aval.dtype, False)
+
+
+def _scan_length(xs_leaves, length):
+    """The trip count: the common leading dimension of the xs (and `length`, if given)."""
+    sizes = {aval_of(x).shape[0] if aval_of(x).ndim else None for x in xs_leaves}
+    if None in sizes:
+        shapes = [aval_of(x).str_short() for x in xs_leaves]
+        raise ValueError(f"scan: every leaf of xs needs a leading axis to scan over, got "
+                         f"{shapes}{where()}")
+    if len(sizes) > 1:
+        raise ValueError(f"scan: the leaves of xs have different leading sizes "
+                         f"{sorted(sizes)}{where()}")
+    if length is not None:
+        length = operator.index(length)
+        if sizes and sizes != {length}:
+            raise ValueError(f"scan: length={length} but xs have leading size "
+                             f"{sizes.pop()}{where()}")
+        return length
+    if not sizes:
+        raise ValueError(f"scan: with no xs, pass length= for the trip count{where()}")
+    return sizes.pop()
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+    """Loop `f(carry, x) -> (carry, y)` over the leading axis of `xs`.
+
+    init: pytree of arrays (the carry; its structure, shapes and dtypes must be preserved
+    by `f`); xs: pytree of arrays of shape (length, ...) or None; returns (final carry,
+    ys) where ys stacks the per-step y's along a new leading axis of size `length`.
+    reverse=True runs from the last slice to the first (ys stay in xs order).
+    """
+    init_leaves, init_tree = tree_util.tree_flatten(init)
+    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
+    init_leaves = [asarray(x) for x in init_leaves]
+    xs_leaves = [asarray(x) for x in xs_leaves]
+    length = _scan_length(xs_leaves, length)
+    carry_avals = [_strong(aval_of(x)) for x in init_leaves]
+    x_avals = [ShapedArray(aval_of(x).shape[1:], aval_of(x).dtype, False) for x in xs_leaves]
+    n_carry, store = len(init_leaves), {}
+    call_site = where()
+
+    def body(*args):
+        carry = tree_util.tree_unflatten(init_tree, args[:n_carry])
+        x = tree_util.tree_unflatten(xs_tree, args[n_carry:])
+        out = f(carry, x)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TypeError(f"scan: the body must return a pair (carry, y), got "
+                            f"{type(out).__name__}{call_site}")
+        c_leaves, c_tree = tree_util.tree_flatten(out[0])
+        c_leaves = [asarray(c) for c in c_leaves]
+        _check_carry("scan", init_tree, carry_avals, c_tree,
+                     [aval_of(c) for c in c_leaves], call_site)
+        y_leaves, store["y_tree"] = tree_util.tree_flatten(out[1])
+        return [*c_leaves, *[asarray(y) for y in y_leaves]]
+
+    name = getattr(f, "__name__", "scan_body")
+    jaxpr, consts = trace_closed_over(body, [*carry_avals, *x_avals], name)
+    outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
+                       num_carry=n_carry, length=length, reverse=bool(reverse), unroll=unroll)
+    carry = tree_util.tree_unflatten(init_tree, outs[:n_carry])
+    return carry, tree_util.tree_unflatten(store["y_tree"], outs[n_carry:])
+
+
+def _check_carry(op, in_tree, in_avals, out_tree, out_avals, call_site=""):
+    """The body's carry output must match its input in structure, shapes and dtypes."""
+    same = in_tree == out_tree and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(in_avals, out_avals))
+    if not same:
+        raise TypeError(
+            f"{op}: the body function's carry output must have the same structure, shapes "
+            f"and dtypes as its carry input.\n  carry input:  {_describe(in_tree, in_avals)}"
+            f"\n  carry output: {_describe(out_tree, out_avals)}{call_site}")
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """`body_fun(i, val) -> val` for i in range(lower, upper), starting from `init_val`.
+
+    With concrete bounds this is a scan over the trip count (reverse-differentiable); with
+    traced bounds it is a while_loop (mytorch.lax.while_loop).
+    """
+    lo, hi = _concrete_int(lower), _concrete_int(upper)
+    if lo is None or hi is None:
+        try:
+            from mytorch.lax.while_loop import while_loop
+        except ImportError:
+            raise TypeError("fori_loop: traced bounds need lax.while_loop, which is not "
+                            f"available; pass Python ints for lower/upper{where()}") from None
+
+        def cond(state):
+            return state[0] < state[1]
+
+        def body(state):
+            i, u, v = state
+            return i + 1, u, body_fun(i, v)
+
+        return while_loop(cond, body, (asarray(lower), asarray(upper), init_val))[2]
+    from mytorch.lax.structural import iota
+
+    n = max(hi - lo, 0)
+    idx = iota(np.dtype(np.int32), n)
+    if lo:
+        idx = idx + np.int32(lo)
+
+    def step(val, i):
+        return body_fun(i, val), None
+
+    return scan(step, init_val, idx, length=n)[0]
+
+
+def _concrete_int(x):
+    if isinstance(x, Tracer):
+        try:
+            x = x.concrete_value()
+        except Exception:
+            return None
+        if x is None:
+            return None
+    try:
+        return operator.index(np.asarray(x).item() if hasattr(x, "shape") else x)
+    except TypeError:
+        return None
+
+
+def map(f, xs):  # noqa: A001 - the lax name
+    """`f` applied to each slice of `xs` along axis 0, results stacked (a scan with no
+    carry). xs: pytree of arrays of shape (n, ...)."""
+    return scan(lambda _, x: ((), f(x)), (), xs)[1]
+
+
+# ---- the primitive -----------------------------------------------------------------------
+scan_p = Primitive("scan", multiple_results=True, kind="call")
+
+
+def _groups(args, num_consts, num_carry):
+    return (list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]),
+            list(args[num_consts + num_carry:]))
+
+
+@scan_p.def_abstract_eval
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    if len(avals) != len(jaxpr.invars):
+        raise TypeError(f"scan has {len(avals)} operands but its body takes "
+                        f"{len(jaxpr.invars)}")
+    consts, carry, xs = _groups(avals, num_consts, num_carry)
+    body_in = [v.aval for v in jaxpr.invars]
+    body_out = [v.aval for v in jaxpr.outvars]
+    _, carry_in, x_in = _groups(body_in, num_consts, num_carry)
+    carry_out = body_out[:num_carry]
+    for a, b in zip(carry_in, carry_out, strict=True):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise TypeError(
+                "scan body: carry output must match carry input, got input "
+                f"[{', '.join(x.str_short() for x in carry_in)}] and output "
+                f"[{', '.join(x.str_short() for x in carry_out)}]")
+    for a, b in zip(carry, carry_in):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise TypeError(f"scan: initial carry {a.str_short()} does not match the body's "
+                            f"carry {b.str_short()}")
+    for a, b in zip(xs, x_in):
+        if a.shape != (length, *b.shape) or a.dtype != b.dtype:
+            raise TypeError(f"scan: xs operand {a.str_short()} does not match the body's "
+                            f"slice {b.str_short()} with length {length}")
+    ys = [ShapedArray((length, *a.shape), a.dtype, False) for a in body_out[num_carry:]]
+    return [_strong(a) for a in carry_out] + ys
+
+
+def _steps(length, reverse):
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def scan_loop(body, num_consts, num_carry, length, reverse, y_specs, *args):
+    """Run `body(*consts, *carry, *x_slices) -> [*carry, *y_slices]` (NumPy buffers)
+    `length` times, writing the ys into buffers preallocated with np.empty.
+
+    Returns [*final carry, *stacked ys], the ys of shape (length, *y_shape). Used by the
+    NumPy code generator's lowering and by the eager path of long scans."""
+    consts = args[:num_consts]
+    carry = list(args[num_consts:num_consts + num_carry])
+    xs = args[num_consts + num_carry:]
+    ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
+    rows = list(zip(*xs)) if xs else [()] * length  # the x-slices of each step, as views
+    for i in _steps(length, reverse):
+        outs = body(*consts, *carry, *rows[i])
+        carry = outs[:num_carry]
+        for buf, y in zip(ys, outs[num_carry:]):
+            buf[i] = y
+    return [*[np.asarray(c) for c in carry], *ys]
+
+
+_COMPILED, _EAGER_COMPILE_MIN_LENGTH = {}, 16
+
+
+def _compiled_body(jaxpr):
+    """The body compiled by the NumPy backend (cached per jaxpr), or None."""
+    from mytorch.core.backend import default_device
+    from mytorch.core.config import config
+
+    device = default_device()
+    if device.platform != "cpu" or config.debug_nans:  # debug_nans checks op by op
+        return None
+    fn = _COMPILED.get(jaxpr)
+    if fn is None:
+        from mytorch.core.jaxpr import ClosedJaxpr
+        from mytorch.transforms.optimize import optimize
+
+        closed = optimize(ClosedJaxpr(jaxpr, []))
+        fn, _ = device.backend.compile(closed.jaxpr, closed.consts,
+                                       (False,) * len(jaxpr.invars), "scan_body")
+        if len(_COMPILED) >= 64:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[jaxpr] = fn
+    return fn
+
+
+@scan_p.def_impl
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    """Eager: a long scan runs its body compiled by the backend; a short one evaluates the
+    body jaxpr once per step. The ys are stacked in NumPy buffers."""
+    out_avals = [v.aval for v in jaxpr.outvars]
+    y_specs = [(a.shape, np.dtype(a.dtype)) for a in out_avals[num_carry:]]
+    body = _compiled_body(jaxpr) if length >= _EAGER_COMPILE_MIN_LENGTH else None
+    if body is not None:
+        outs = scan_loop(body, num_consts, num_carry, length, reverse, y_specs,
+                         *[np.asarray(a) for a in args])
+        return [from_numpy(np.asarray(o, a.dtype)) for o, a in zip(outs[:num_carry], out_avals)
+                ] + [from_numpy(y) for y in outs[num_carry:]]
+    consts, carry, xs = _groups(args, num_consts, num_carry)
+    xs_np = [np.asarray(x) for x in xs]
+    ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
+    for i in _steps(length, reverse):
+        outs = eval_jaxpr(jaxpr, [], *consts, *carry, *[from_numpy(x[i]) for x in xs_np])
+        carry = list(outs[:num_carry])
+        for buf, y in zip(ys, outs[num_carry:]):
+            buf[i] = np.asarray(y)
+    carry = [from_numpy(np.asarray(c)) if c.weak_type else c for c in carry]  # strong
+    return [*carry, *[from_numpy(y) for y in ys]]
+
+
+# ---- forward mode ------------------------------------------------------------------------
+def _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz):
+    """Trace the JVP of the body in scan layout: consts + const tangents, carry + carry
+    tangents (those flagged in carry_nz, instantiated), xs + xs tangents -> carry, carry
+    tangents, ys, nonzero ys tangents. Returns (jaxpr, consts, out_nonzero)."""
+    avals = [v.aval for v in jaxpr.invars]
+    nz = [*nonzero[:num_consts], *carry_nz, *nonzero[num_consts + num_carry:]]
+    c_av, k_av, x_av = _groups(avals, num_consts, num_carry)
+    c_nz, k_nz, x_nz = _groups(nz, num_consts, num_carry)
+    layout = []  # (group avals, group nonzero flags) in argument order
+    for av, flags in ((c_av, c_nz), (k_av, k_nz), (x_av, x_nz)):
+        layout += [av, [tangent_aval(a) for a, f in zip(av, flags) if f]]
+    store = {}
+
+    def fun(*args):
+        it = iter(args)
+        primals, tangents = [], []
+        for av, flags in ((c_av, c_nz), (k_av, k_nz), (x_av, x_nz)):
+            ps = [next(it) for _ in av]
+            ts = [next(it) if f else None for f in flags]
+            primals += ps
+            tangents += [t if f else Zero(tangent_aval(a)) for t, f, a in zip(ts, flags, av)]
+        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), primals, tangents)
+        out_nz = [type(t) is not Zero for t in t_outs]
+        store["out_nz"] = out_nz
+        carry_t = [instantiate(t) for t, f in zip(t_outs[:num_carry], carry_nz) if f]
+        ys_t = [t for t in t_outs[num_carry:] if type(t) is not Zero]
+        return [*outs[:num_carry], *carry_t, *outs[num_carry:], *ys_t]
+
+    flat_avals = [a for group in layout for a in group]
+    new_jaxpr, consts = trace_closed_over(fun, flat_avals, "scan_jvp")
+    return new_jaxpr, consts, store["out_nz"]
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
+               for p, t in zip(primals, tangents)]
+    carry_nz = list(nonzero[num_consts:num_consts + num_carry])
+    while True:  # a carry tangent that the body makes nonzero must be carried
+        body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    consts, init, xs = _groups(primals, num_consts, num_carry)
+    c_t, k_t, x_t = _groups(tangents, num_consts, num_carry)
+    c_nz, _, x_nz = _groups(nonzero, num_consts, num_carry)
+    const_t = [t for t, f in zip(c_t, c_nz) if f]
+    init_t = [instantiate(t) if type(t) is Zero else t
+              for t, f in zip(k_t, carry_nz) if f]
+    xs_t = [t for t, f in zip(x_t, x_nz) if f]
+    outs = scan_p.bind(*body_consts, *consts, *const_t, *init, *init_t, *xs, *xs_t,
+                       jaxpr=body, num_consts=len(body_consts) + len(consts) + len(const_t),
+                       num_carry=num_carry + len(init_t), length=length, reverse=reverse,
+                       unroll=unroll)
+    carry, rest = outs[:num_carry], outs[num_carry:]
+    carry_t_it = iter(rest[:len(init_t)])
+    rest = rest[len(init_t):]
+    n_ys = len(jaxpr.outvars) - num_carry
+    ys, ys_t_it = rest[:n_ys], iter(rest[n_ys:])
+    carry_t = [next(carry_t_it) if f else Zero(tangent_aval(aval_of(c)))
+               for c, f in zip(carry, carry_nz)]
+    ys_t = [next(ys_t_it) if f else Zero(tangent_aval(aval_of(y)))
+            for y, f in zip(ys, out_nz[num_carry:])]
+    return [*carry, *ys], [*carry_t, *ys_t]
+
+
+scan_p.def_jvp(_scan_jvp)
+
+
+# ---- reverse mode: partial evaluation and transpose ------------------------------------
+def _save_all(prim, *avals, **params):
+    return True
+
+
+def _split_body(jaxpr, num_consts, num_carry, unknowns):
+    """Split the body into a known body and a staged (unknown) body.
+
+    The carries that are unknown are found by a fixpoint (an unknown carry output makes the
+    carry unknown). Residuals that are known consts are passed to the staged scan as its
+    consts; every other residual is stacked: an extra y of the known scan, an extra x of
+    the staged one. Returns (known, staged, carry_unknown, ys_unknown, const_res, n_stacked)
+    where `const_res` are the indices of the consts passed on, `known` maps known consts,
+    carry, xs -> known carry, known ys, stacked residuals, and `staged` takes
+    [const residuals, unknown consts], [unknown carry], [stacked residuals, unknown xs].
+    """
+    c_unk, k_unk, x_unk = _groups(unknowns, num_consts, num_carry)
+    while True:
+        known, staged, out_unk, num_res = partial_eval_jaxpr(
+            jaxpr, [*c_unk, *k_unk, *x_unk], _save_all)
+        new = [a or b for a, b in zip(k_unk, out_unk[:num_carry])]
+        if new == k_unk:
+            break
+        k_unk = new
+    n_known_out = len(known.outvars) - num_res
+    known_out, residuals = list(known.outvars[:n_known_out]), list(known.outvars[n_known_out:])
+    res_in = list(staged.invars[:num_res])  # the staged body's variables for the residuals
+    staged_out, forced = iter(staged.outvars), []
+    new_staged_out, new_known_out, known_it = [], [], iter(known_out)
+    for j, u in enumerate(out_unk):
+        if u:
+            new_staged_out.append(next(staged_out))
+        elif j < num_carry and k_unk[j]:  # known value of an unknown carry: a residual
+            v = next(known_it)
+            r = Var(v.aval)
+            forced.append((v, r))
+            new_staged_out.append(r)
+        else:
+            new_known_out.append(next(known_it))
+    residuals += [v for v, _ in forced]
+    res_in += [r for _, r in forced]
+    const_pos = {v: i for i, v in enumerate(jaxpr.invars[:num_consts])}
+    xs_pos = {v: i for i, v in enumerate(jaxpr.invars[num_consts + num_carry:])}
+    const_res = [(const_pos[v], r) for v, r in zip(residuals, res_in)
+                 if type(v) is Var and v in const_pos]
+    xs_res = [(xs_pos[v], r) for v, r in zip(residuals, res_in)
+              if type(v) is Var and v in xs_pos]
+    stacked = [(v, r) for v, r in zip(residuals, res_in)
+               if not (type(v) is Var and (v in const_pos or v in xs_pos))]
+    known = Jaxpr([], known.invars, known.eqns, new_known_out + [v for v, _ in stacked],
+                  known.debug_name)
+    u_in = staged.invars[num_res:]
+    n_uc = sum(c_unk)
+    n_uk = sum(k_unk)
+    staged_in = ([r for _, r in const_res] + u_in[:n_uc] + u_in[n_uc:n_uc + n_uk]
+                 + [r for _, r in xs_res] + [r for _, r in stacked] + u_in[n_uc + n_uk:])
+    staged = Jaxpr([], staged_in, staged.eqns, new_staged_out, staged.debug_name)
+    return (known, staged, k_unk, out_unk[num_carry:], [i for i, _ in const_res],
+            len(stacked), [i for i, _ in xs_res])
+
+
+def _split_params(params, split, unknowns):
+    """Params of the known and staged scans; returns (known, staged) params dicts."""
+    known, staged, k_unk, _, const_res, n_stacked, _ = split
+    nc = params["num_consts"]
+    n_uc = sum(unknowns[:nc])
+    known_p = dict(params, jaxpr=known, num_consts=nc - n_uc,
+                   num_carry=params["num_carry"] - sum(k_unk))
+    staged_p = dict(params, jaxpr=staged, num_consts=len(const_res) + n_uc,
+                    num_carry=sum(k_unk))
+    return known_p, staged_p
+
+
+def _known_unknown_operands(args, params, split, unknowns):
+    """(known operands, function(stacked residuals) -> staged operands)."""
+    _, _, k_unk, _, const_res, _, xs_res = split
+    nc, ncar = params["num_consts"], params["num_carry"]
+    c, k, x = _groups(args, nc, ncar)
+    cu, _, xu = _groups(unknowns, nc, ncar)
+    known_ops = ([a for a, u in zip(c, cu) if not u] + [a for a, u in zip(k, k_unk) if not u]
+                 + [a for a, u in zip(x, xu) if not u])
+
+    def staged_ops(stacked):
+        return ([c[i] for i in const_res] + [a for a, u in zip(c, cu) if u]
+                + [a for a, u in zip(k, k_unk) if u] + [x[i] for i in xs_res] + list(stacked)
+                + [a for a, u in zip(x, xu) if u])
+
+    return known_ops, staged_ops
+
+
+def _merge_outs(params, k_unk, ys_unk, known_outs, staged_outs):
+    known_it, staged_it = iter(known_outs), iter(staged_outs)
+    return [next(staged_it) if u else next(known_it) for u in [*k_unk, *ys_unk]]
+
+
+def _scan_partial_eval(trace, args, params):
+    """linearize: a known scan run now (stacking residuals) and a staged linear scan."""
+    unknowns = [trace.is_unknown(x) for x in args]
+    if not any(unknowns):
+        with set_current_trace(trace.parent):
+            return scan_p.bind(*args, **params)
+    nc, ncar = params["num_consts"], params["num_carry"]
+    split = _split_body(params["jaxpr"], nc, ncar, unknowns)
+    known_p, staged_p = _split_params(params, split, unknowns)
+    known_ops, staged_ops = _known_unknown_operands(args, params, split, unknowns)
+    n_stacked = split[5]
+    with set_current_trace(trace.parent):
+        known_outs = scan_p.bind(*known_ops, **known_p)
+    n_known = len(known_outs) - n_stacked
+    stacked = known_outs[n_known:]
+    staged_outs = StagingTrace.process_primitive(trace, scan_p, staged_ops(stacked), staged_p)
+    return _merge_outs(params, split[2], split[3], known_outs[:n_known], staged_outs)
+
+
+def _scan_partial_eval_jaxpr(eqn, unknowns, saveable):
+    """A scan nested in a jaxpr being split (e.g. inside jit under grad)."""
+    params = eqn.params
+    split = _split_body(params["jaxpr"], params["num_consts"], params["num_carry"], unknowns)
+    known_p, staged_p = _split_params(params, split, unknowns)
+    known_ops, staged_ops = _known_unknown_operands(eqn.invars, params, split, unknowns)
+    _, _, k_unk, ys_unk, _, n_stacked, _ = split
+    outs_unknown = [*k_unk, *ys_unk]
+    stacked = [Var(ShapedArray((params["length"], *v.aval.shape), v.aval.dtype))
+               for v in split[0].outvars[len(split[0].outvars) - n_stacked:]]
+    known_eqn = eqn.replace(
+        invars=known_ops, params=known_p,
+        outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + stacked)
+    staged_eqn = eqn.replace(
+        invars=staged_ops(stacked), params=staged_p,
+        outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if u])
+    return known_eqn, staged_eqn, outs_unknown
+
+
+scan_p.def_rule("partial_eval", _scan_partial_eval)
+scan_p.def_rule("partial_eval_jaxpr", _scan_partial_eval_jaxpr)
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    """A scan in the opposite direction over the non-linear (residual) operands: it carries
+    the carry cotangent and accumulates the cotangents of the linear consts."""
+    consts, init, xs = _groups(args, num_consts, num_carry)
+    # every carry of a linear scan is linear; one with a known value (a zero tangent that
+    # was instantiated) just gets no cotangent
+    init_lin = [is_undefined(c) for c in init]
+    c_lin = [is_undefined(c) for c in consts]
+    x_lin = [is_undefined(x) for x in xs]
+    res_c = [c for c, lin in zip(consts, c_lin) if not lin]
+    res_x = [x for x, lin in zip(xs, x_lin) if not lin]
+    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
+    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
+    ct_carry, ct_ys = [instantiate(c) for c in cts[:num_carry]], [
+        instantiate(c) for c in cts[num_carry:]]
+    body_in = [v.aval for v in jaxpr.invars]
+    _, _, x_avals = _groups(body_in, num_consts, num_carry)
+    n_rc, n_lc, n_rx = len(res_c), len(lin_c_avals), len(res_x)
+    linear_in = [*c_lin, *[True] * num_carry, *x_lin]
+
+    def body(*a):
+        rc, acc = list(a[:n_rc]), list(a[n_rc:n_rc + n_lc])
+        ct_k = list(a[n_rc + n_lc:n_rc + n_lc + num_carry])
+        rest = a[n_rc + n_lc + num_carry:]
+        rx, ct_y = list(rest[:n_rx]), list(rest[n_rx:])
+        rc_it, rx_it = iter(rc), iter(rx)
+        values = ([None if lin else next(rc_it) for lin in c_lin] + [None] * num_carry
+                  + [None if lin else next(rx_it) for lin in x_lin])
+        ct_in = backward_pass(jaxpr, [], linear_in, values, [*ct_k, *ct_y])
+        c_ct, k_ct, x_ct = _groups(ct_in, num_consts, num_carry)
+        new_acc = [instantiate(add_tangents(s, t))
+                   for s, t in zip(acc, [t for t, lin in zip(c_ct, c_lin) if lin])]
+        return [*new_acc, *[instantiate(t) for t in k_ct],
+                *[instantiate(t) for t, lin in zip(x_ct, x_lin) if lin]]
+
+    in_avals = ([aval_of(c) for c in res_c] + lin_c_avals + carry_avals
+                + [a for a, lin in zip(x_avals, x_lin) if not lin]
+                + [v.aval for v in jaxpr.outvars[num_carry:]])
+    t_jaxpr, t_consts = trace_closed_over(body, in_avals, "scan_transpose")
+    acc0 = [zeros(a) for a in lin_c_avals]
+    outs = scan_p.bind(*t_consts, *res_c, *acc0, *ct_carry, *res_x, *ct_ys, jaxpr=t_jaxpr,
+                       num_consts=len(t_consts) + n_rc, num_carry=n_lc + num_carry,
+                       length=length, reverse=not reverse, unroll=unroll)
+    ct_consts_it = iter(outs[:n_lc])
+    ct_init = outs[n_lc:n_lc + num_carry]
+    ct_xs_it = iter(outs[n_lc + num_carry:])
+    return ([next(ct_consts_it) if lin else None for lin in c_lin]
+            + [ct if lin else None for ct, lin in zip(ct_init, init_lin)]
+            + [next(ct_xs_it) if lin else None for lin in x_lin])
+
+
+scan_p.def_transpose(_scan_transpose)
+
+
+# ---- batching ----------------------------------------------------------------------------
+def _batch_body(jaxpr, axis, num_consts, num_carry, const_dims, carry_b, xs_b):
+    """Batch the body: carries flagged in carry_b and batched ys at dimension 0.
+    Returns (jaxpr, consts, carry_out_batched, ys_batched)."""
+    from mytorch.transforms.batching import batch_jaxpr
+
+    def finish(outs, dims):
+        k_dims, y_dims = dims[:num_carry], dims[num_carry:]
+        k_out = [bdim_at_front(o, d, axis.size) if b else o
+                 for o, d, b in zip(outs[:num_carry], k_dims, carry_b)]
+        y_out = [o if d is not_mapped else bdim_at_front(o, d, axis.size)
+                 for o, d in zip(outs[num_carry:], y_dims)]
+        k_d = [0 if b else d for d, b in zip(k_dims, carry_b)]
+        y_d = [not_mapped if d is not_mapped else 0 for d in y_dims]
+        return [*k_out, *y_out], [*k_d, *y_d]
+
+    in_dims = [*const_dims, *[0 if b else not_mapped for b in carry_b],
+               *[0 if b else not_mapped for b in xs_b]]
+    new, consts, out_dims = batch_jaxpr(jaxpr, axis, in_dims, finish, "scan_vmap")
+    k_b = [d is not not_mapped for d in out_dims[:num_carry]]
+    y_b = [d is not not_mapped for d in out_dims[num_carry:]]
+    return new, consts, k_b, y_b
+
+
+def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
+                   unroll):
+    """The scanned axis stays 0: batched xs and ys have their batch dimension at 1; the
+    batched carries (a fixpoint: a carry the body batches is batched) at 0."""
+    c_args, k_args, x_args = _groups(args, num_consts, num_carry)
+    c_dims, k_dims, x_dims = _groups(dims, num_consts, num_carry)
+    carry_b = [d is not not_mapped for d in k_dims]
+    xs_b = [d is not not_mapped for d in x_dims]
+    while True:
+        body, consts, k_out_b, y_b = _batch_body(jaxpr, axis, num_consts, num_carry,
+                                                 c_dims, carry_b, xs_b)
+        new = [a or b for a, b in zip(carry_b, k_out_b)]
+        if new == carry_b:
+            break
+        carry_b = new
+    init = [bdim_at_front(a, d, axis.size) if b else a
+            for a, d, b in zip(k_args, k_dims, carry_b)]
+    xs = [a if d is not_mapped else bdim_to(a, d, 1, axis.size)
+          for a, d in zip(x_args, x_dims)]
+    outs = scan_p.bind(*consts, *c_args, *init, *xs, jaxpr=body,
+                       num_consts=len(consts) + num_consts, num_carry=num_carry,
+                       length=length, reverse=reverse, unroll=unroll)
+    out_dims = [0 if b else not_mapped for b in carry_b] + [1 if b else not_mapped for b in y_b]
+    return outs, out_dims
+
+
+scan_p.def_batching(_scan_batching)
