@@ -142,3 +142,29 @@ def test_first_call_contenders_build_a_fresh_function_per_sample():
     settings = harness.Settings(budget_s=0.0, min_rounds=5, max_rounds=5, min_sample_s=1.0)
     stats = harness.run_workload(workload, settings)["mine"].stats
     assert stats.number == 1 and stats.samples == 5 and len(built) == 1 + 5
+
+
+def test_w7_numpy_reference_is_the_gradient():
+    """The hand-written backpropagation through time against float64 finite differences."""
+    from benchmarks.workloads.w7_rnn_scan import numpy_grads
+
+    rng = np.random.default_rng(0)
+    wx, wh = rng.standard_normal((3, 4)) * 0.3, rng.standard_normal((4, 4)) * 0.3
+    b, xs, h0 = rng.standard_normal(4) * 0.1, rng.standard_normal((5, 2, 3)), np.zeros((2, 4))
+
+    def loss(wx, wh, b):
+        h, total = h0, 0.0
+        for x in xs:
+            h = np.tanh(x @ wx + h @ wh + b)
+            total += (h * h).sum()
+        return total
+
+    params = [wx, wh, b]
+    for k, g in enumerate(numpy_grads(wx, wh, b, xs, h0)):
+        num = np.zeros_like(g)
+        for i in np.ndindex(g.shape):
+            hi, lo = [p.copy() for p in params], [p.copy() for p in params]
+            hi[k][i] += 1e-6
+            lo[k][i] -= 1e-6
+            num[i] = (loss(*hi) - loss(*lo)) / 2e-6
+        np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)

@@ -497,6 +497,23 @@ def _cond(draw, dts):
     return draw(st.sampled_from([f, mt.grad(lambda x: mnp.sum(f(x)))])), [_floats(draw, dts)]
 
 
+def _while_body(c):
+    return c[0] * 0.75 + mnp.sin(c[0]), c[1] + 1
+
+
+def _while(draw, dts):
+    def f(x):
+        return lax.while_loop(lambda c: c[1] < 3, _while_body, (x, 0))[0]
+    return f, [_floats(draw, dts)]
+
+
+def _while_linear(draw, dts):
+    x = _floats(draw, dts)
+    _, vjp_fun = mt.vjp(lambda v: lax.while_loop(lambda c: c[1] < 3, _while_body, (v, 0))[0],
+                        mnp.asarray(x))
+    return (lambda ct: vjp_fun(ct)[0]), [np.ones_like(x)]
+
+
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -518,6 +535,7 @@ CASES = {
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
     "custom_lin": [_custom_lin], "jit": [_jit], "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
+    "while": [_while], "while_linear": [_while_linear],
 }
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]

@@ -24,6 +24,11 @@ CALL_RULES = {
     "custom_vjp_call": ("jvp",),
     "custom_lin": ("transpose",),
     "checkpoint": ("jvp", "transpose"),
+    "jit": ("jvp", "transpose"),
+    "cond": ("jvp", "transpose"),
+    "scan": ("jvp", "transpose"),
+    "while": ("jvp",),  # reverse mode through its "partial_eval" rule and while_linear
+    "while_linear": ("jvp", "transpose"),
 }
 
 

@@ -1,0 +1,30 @@
+"""NumPy jit lowering of `while`: the cond and body jaxprs are compiled once into their own
+generated functions, and a runtime helper loops over them in Python (no retracing)."""
+
+from mytorch.backends.numpy.emitters import EMITTERS
+from mytorch.lax.while_loop import while_p
+
+__all__ = ["run_while"]
+
+
+def run_while(cond_fn, body_fn, cond_nconsts, body_nconsts, args):
+    """Run the compiled loop on NumPy buffers: returns the final carries (a list)."""
+    n = cond_nconsts + body_nconsts
+    cc, bc, carry = args[:cond_nconsts], args[cond_nconsts:n], list(args[n:])
+    while cond_fn(*cc, *carry)[0]:
+        carry = body_fn(*bc, *carry)
+    return carry
+
+
+def _emit_while(g, eqn, args):
+    """`helper(cond, body, ncc, nbc, [operands])`: a list of the final carry buffers."""
+    p = eqn.params
+    cond_fn = g.subfunction(p["cond_jaxpr"], name="while_cond")
+    body_fn = g.subfunction(p["body_jaxpr"], name="while_body")
+    helper = g.hoist(run_while, "while")
+    g.fresh(eqn)
+    return (f"{helper}({cond_fn}, {body_fn}, {p['cond_nconsts']}, {p['body_nconsts']}, "
+            f"[{', '.join(args)}])")
+
+
+EMITTERS[while_p] = _emit_while

@@ -1,0 +1,621 @@
+"""`while_loop`: a loop with a traced predicate, as the `while` primitive.
+
+    x = lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2.0), (0, x0))
+
+The equation carries two constant-free jaxprs: `cond_jaxpr` (cond consts + carries -> a
+scalar bool) and `body_jaxpr` (body consts + carries -> carries). Its operands are the cond
+consts, the body consts (values the functions closed over), then the initial carries.
+
+Rules: eager evaluation loops in Python over the jaxprs; the JVP is a `while` over
+(primal, tangent) carries whose predicate reads only the primals; batching with an
+unbatched predicate batches the body, and with a batched predicate runs until every
+element is done, keeping each finished element's carry with `select_n`. Reverse mode:
+see the section at the end (`while_linear`).
+"""
+
+import numpy as np
+
+from mytorch.core import tree_util
+from mytorch.core.ad_util import Zero, instantiate, is_differentiable, tangent_aval
+from mytorch.core.aval import ShapedArray
+from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
+from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_frame
+from mytorch.core.trace import aval_of
+from mytorch.lax._batching import bdim_at_front, not_mapped
+from mytorch.lax._utils import asarray
+from mytorch.transforms.batching import batch_flat, batch_jaxpr
+from mytorch.transforms.closure import trace_closed_over
+from mytorch.transforms.jvp import jvp_flat
+
+__all__ = ["while_loop", "while_p"]
+
+while_p = Primitive("while", multiple_results=True, kind="call")
+
+
+# ---- the user-facing function --------------------------------------------------------------
+def _at(info):
+    return f" (at {info})" if info is not None else ""
+
+
+def _describe(tree, avals):
+    leaves = ", ".join(a.str_short() for a in avals)
+    return f"{tree} with leaves [{leaves}]"
+
+
+def _same_avals(a, b):
+    return len(a) == len(b) and all(
+        x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
+
+
+def _carry_mismatch(what, in_tree, in_avals, out_tree, out_avals, info):
+    return TypeError(
+        f"while_loop: {what} must return a carry with the same tree structure, shapes and "
+        f"dtypes as init_val{_at(info)}.\n"
+        f"  init_val:        {_describe(in_tree, in_avals)}\n"
+        f"  {what} output: {_describe(out_tree, out_avals)}")
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """Repeat `val = body_fun(val)` while `cond_fun(val)` is true; return the final `val`.
+
+    Args:
+      cond_fun: carry -> scalar bool array.
+      body_fun: carry -> carry, of the same tree structure, shapes and dtypes.
+      init_val: a pytree of arrays (the initial carry).
+
+    Returns:
+      The final carry (same structure, shapes and dtypes as `init_val`).
+
+    Raises:
+      TypeError: `body_fun` changes the carry's structure/shape/dtype, or `cond_fun` does
+      not return a scalar bool.
+    """
+    info = user_frame()
+    leaves, in_tree = tree_util.tree_flatten(init_val)
+    leaves = [asarray(x) for x in leaves]
+    avals = [aval_of(x) for x in leaves]
+    store = {}
+
+    def flat_cond(*xs):
+        out = cond_fun(tree_util.tree_unflatten(in_tree, xs))
+        out_leaves, tree = tree_util.tree_flatten(out)
+        if len(out_leaves) != 1:
+            raise TypeError(f"while_loop: cond_fun must return one scalar bool, got "
+                            f"{tree}{_at(info)}")
+        return [asarray(out_leaves[0])]
+
+    def flat_body(*xs):
+        out = body_fun(tree_util.tree_unflatten(in_tree, xs))
+        out_leaves, store["tree"] = tree_util.tree_flatten(out)
+        return [asarray(x) for x in out_leaves]
+
+    cond_jaxpr, cond_consts = trace_closed_over(flat_cond, avals, "while_cond")
+    pred = cond_jaxpr.outvars[0].aval
+    if pred.shape != () or pred.dtype != np.bool_:
+        raise TypeError(f"while_loop: cond_fun must return a scalar bool, got "
+                        f"{pred.str_short()}{_at(info)}")
+    body_jaxpr, body_consts = trace_closed_over(flat_body, avals, "while_body")
+    out_avals = [v.aval for v in body_jaxpr.outvars]
+    if store["tree"] != in_tree or not _same_avals(avals, out_avals):
+        raise _carry_mismatch("body_fun", in_tree, avals, store["tree"], out_avals, info)
+    outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
+                        body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
+                        body_nconsts=len(body_consts))
+    return tree_util.tree_unflatten(in_tree, outs)
+
+
+# ---- abstract evaluation and eager evaluation ----------------------------------------------
+def _split(args, cond_nconsts, body_nconsts):
+    """(cond consts, body consts, carries) of a `while` equation's operands."""
+    n = cond_nconsts + body_nconsts
+    return list(args[:cond_nconsts]), list(args[cond_nconsts:n]), list(args[n:])
+
+
+@while_p.def_abstract_eval
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    _, _, carry = _split(avals, cond_nconsts, body_nconsts)
+    pred = [v.aval for v in cond_jaxpr.outvars]
+    if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
+        raise TypeError("while: cond_jaxpr must return one scalar bool, got "
+                        f"[{', '.join(a.str_short() for a in pred)}]")
+    body_out = [v.aval for v in body_jaxpr.outvars]
+    if not _same_avals(carry, body_out) or len(body_jaxpr.invars) != body_nconsts + len(carry):
+        raise TypeError(
+            "while: body_jaxpr must map the carries to carries of the same shapes and dtypes;"
+            f" carries [{', '.join(a.str_short() for a in carry)}], body outputs "
+            f"[{', '.join(a.str_short() for a in body_out)}]")
+    return list(carry)
+
+
+@while_p.def_impl
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    while bool(np.asarray(eval_jaxpr(cond_jaxpr, [], *cc, *carry)[0])):
+        carry = eval_jaxpr(body_jaxpr, [], *bc, *carry)
+    return list(carry)
+
+
+# ---- forward mode --------------------------------------------------------------------------
+def _jvp_body(body_jaxpr, avals, nz_consts, nz_carry):
+    """Trace the JVP of the body with tangents for `nz_consts` and `nz_carry`.
+
+    Returns (jaxpr, consts, out_nonzero): the jaxpr takes consts, body consts, nonzero
+    const tangents, carries, nonzero carry tangents, and returns carries followed by the
+    tangents of the `nz_carry` carries; `out_nonzero` flags outputs whose tangent is not
+    symbolically zero.
+    """
+    nb = len(nz_consts)
+    store = {}
+
+    def fun(*xs):
+        it = iter(xs)
+        bc = [next(it) for _ in range(nb)]
+        bc_t = [next(it) if nz else Zero(tangent_aval(a))
+                for a, nz in zip(avals[:nb], nz_consts)]
+        carry = [next(it) for _ in avals[nb:]]
+        carry_t = [next(it) if nz else Zero(tangent_aval(a))
+                   for a, nz in zip(avals[nb:], nz_carry)]
+        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), bc + carry,
+                                bc_t + carry_t, "while_jvp")
+        store["nz"] = [type(t) is not Zero for t in t_outs]
+        return [*outs, *[instantiate(t) for t, nz in zip(t_outs, nz_carry) if nz]]
+
+    t = [tangent_aval(a) for a in avals]
+    in_avals = [*avals[:nb], *[a for a, nz in zip(t[:nb], nz_consts) if nz],
+                *avals[nb:], *[a for a, nz in zip(t[nb:], nz_carry) if nz]]
+    jaxpr, consts = trace_closed_over(fun, in_avals, "while_body_jvp")
+    return jaxpr, consts, store["nz"]
+
+
+def _jvp_fixpoint(body_jaxpr, avals, nz_consts, nz_carry):
+    """Grow the set of carries with nonzero tangents until the body preserves it."""
+    diff = [is_differentiable(a) for a in avals[len(nz_consts):]]
+    nz_carry = [nz and d for nz, d in zip(nz_carry, diff)]
+    while True:
+        jaxpr, consts, out_nz = _jvp_body(body_jaxpr, avals, nz_consts, nz_carry)
+        new = [(a or b) and d for a, b, d in zip(nz_carry, out_nz, diff)]
+        if new == nz_carry:
+            return jaxpr, consts, nz_carry
+        nz_carry = new
+
+
+def _with_unused(jaxpr, extra_avals):
+    """`jaxpr` taking further inputs of `extra_avals` at the end, which it ignores."""
+    invars = [*jaxpr.invars, *[Var(a) for a in extra_avals]]
+    return Jaxpr([], invars, jaxpr.eqns, jaxpr.outvars, jaxpr.debug_name)
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
+    _, bc_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
+    nz_consts = [type(t) is not Zero and is_differentiable(aval_of(p))
+                 for p, t in zip(bc, bc_t)]
+    nz_init = [type(t) is not Zero for t in carry_t]
+    avals = [aval_of(x) for x in bc + carry]
+    jaxpr, consts, nz_carry = _jvp_fixpoint(body_jaxpr, avals, nz_consts, nz_init)
+    carry_dots = [instantiate(t) if type(t) is not Zero else instantiate(Zero(
+        tangent_aval(aval_of(p)))) for p, t, nz in zip(carry, carry_t, nz_carry) if nz]
+    t_avals = [tangent_aval(aval_of(p)) for p, nz in zip(carry, nz_carry) if nz]
+    new_cond = _with_unused(cond_jaxpr, t_avals)
+    body_consts = [*consts, *bc, *[t for t, nz in zip(bc_t, nz_consts) if nz]]
+    outs = while_p.bind(*cc, *body_consts, *carry, *carry_dots, cond_jaxpr=new_cond,
+                        body_jaxpr=jaxpr, cond_nconsts=cond_nconsts,
+                        body_nconsts=len(body_consts))
+    n = len(carry)
+    dots = iter(outs[n:])
+    t_out = [next(dots) if nz else Zero(tangent_aval(aval_of(p)))
+             for p, nz in zip(carry, nz_carry)]
+    return outs[:n], t_out
+
+
+while_p.def_jvp(_while_jvp)
+
+
+# ---- batching ------------------------------------------------------------------------------
+def _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims, carry_dims):
+    """Which carries must be batched (fixpoint over the body), and whether the predicate is
+    batched. Batched carries are kept at dimension 0."""
+    batched = [d is not not_mapped for d in carry_dims]
+    while True:
+        dims = [0 if b else not_mapped for b in batched]
+        _, _, out_dims = batch_jaxpr(body_jaxpr, axis, [*bc_dims, *dims])
+        new = [b or d is not not_mapped for b, d in zip(batched, out_dims)]
+        if new == batched:
+            break
+        batched = new
+    _, _, (pred_dim,) = batch_jaxpr(cond_jaxpr, axis, [*cc_dims, *dims])
+    pred_batched = pred_dim is not not_mapped
+    return ([True] * len(batched) if pred_batched else batched), pred_batched
+
+
+def _batched_pred(cond_jaxpr, axis, cc_dims, dims, cc, carry, reduce):
+    """The predicate of the batched loop: unbatched as it is, else per element (at dim 0),
+    or (with `reduce`) whether any element is not done."""
+    from mytorch.lax.reductions import reduce_or
+
+    (p,), (pd,) = batch_flat(lambda *a: eval_jaxpr(cond_jaxpr, [], *a), [*cc, *carry],
+                             [*cc_dims, *dims], axis, "while_cond")
+    if pd is not_mapped:
+        return p
+    p = bdim_at_front(p, pd, axis.size)
+    return reduce_or(p, (0,)) if reduce else p
+
+
+def _batched_body(body_jaxpr, axis, bc_dims, dims, bc, carry):
+    """The body of the batched loop: outputs of batched carries at dim 0."""
+    outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), [*bc, *carry],
+                          [*bc_dims, *dims], axis, "while_body")
+    return [o if d is not_mapped and cd is not_mapped else bdim_at_front(o, d, axis.size)
+            for o, d, cd in zip(outs, od, dims)]
+
+
+def _masked(pred, new, old):
+    """`new` where the (B,) `pred` holds, else `old`: carries batched at dim 0."""
+    from mytorch.lax.elementwise import select_n
+    from mytorch.lax.structural import broadcast_in_dim
+
+    out = []
+    for n, o in zip(new, old):
+        shape = aval_of(o).shape
+        p = broadcast_in_dim(pred, shape, (0,)) if len(shape) > 1 else pred
+        out.append(select_n(p, o, n))
+    return out
+
+
+def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cc_dims, bc_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
+    batched, pred_batched = _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims,
+                                        carry_dims)
+    carry = [bdim_at_front(x, d, axis.size) if b else x
+             for x, d, b in zip(carry, carry_dims, batched)]
+    cdims = [0 if b else not_mapped for b in batched]
+    avals = [aval_of(x) for x in carry]
+    n_cc, n_bc = len(cc), len(bc)
+
+    def new_cond(*xs):
+        return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:],
+                              pred_batched)]
+
+    def new_body(*xs):
+        c, xs = (xs[:n_cc], xs[n_cc:]) if pred_batched else ((), xs)
+        b, old = xs[:n_bc], list(xs[n_bc:])
+        new = _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
+        if not pred_batched:
+            return new
+        return _masked(_batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False),
+                       new, old)
+
+    cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,
+                                      "while_cond_vmap")
+    body_in = cc + bc if pred_batched else bc
+    bj, bj_consts = trace_closed_over(new_body, [aval_of(x) for x in body_in] + avals,
+                                      "while_body_vmap")
+    outs = while_p.bind(*cj_consts, *cc, *bj_consts, *body_in, *carry, cond_jaxpr=cj,
+                        body_jaxpr=bj, cond_nconsts=len(cj_consts) + n_cc,
+                        body_nconsts=len(bj_consts) + len(body_in))
+    return outs, cdims
+
+
+while_p.def_batching(_while_batching)
+
+
+# ---- reverse mode --------------------------------------------------------------------------
+# Linearize splits a `while` with unknown (tangent) carries: the known loop runs now on the
+# parent trace, so its trip count N is found by running it, and each iteration's residuals
+# are kept; the tangent part is staged as one `while_linear` equation, a loop of N steps
+# over the stacked residuals, whose transpose is another `while_linear` running backwards.
+while_linear_p = Primitive("while_linear", multiple_results=True, kind="call")
+
+
+def _everything(prim, *avals, **params):
+    return True
+
+
+def _split_linear(args, num_res, num_consts):
+    return (list(args[:num_res]), list(args[num_res:num_res + num_consts]),
+            list(args[num_res + num_consts:]))
+
+
+@while_linear_p.def_abstract_eval
+def _while_linear_abstract_eval(*avals, body_jaxpr, num_res, num_consts, length, reverse):
+    res, _, carry = _split_linear(avals, num_res, num_consts)
+    for r, v in zip(res, body_jaxpr.invars):
+        if r.shape != (length, *v.aval.shape):
+            raise TypeError(f"while_linear: residual {r.str_short()} is not {length} "
+                            f"stacked {v.aval.str_short()}")
+    body_out = [v.aval for v in body_jaxpr.outvars]
+    if not _same_avals(carry, body_out):
+        raise TypeError("while_linear: body must keep the carries' shapes and dtypes: "
+                        f"[{', '.join(a.str_short() for a in carry)}] -> "
+                        f"[{', '.join(a.str_short() for a in body_out)}]")
+    return list(carry)
+
+
+def _run_linear(args, body_jaxpr, num_res, num_consts, length, reverse):
+    """The loop, bound under the current trace: step i reads row i of each residual."""
+    from mytorch.lax.structural import index_in_dim
+
+    res, consts, carry = _split_linear(args, num_res, num_consts)
+    steps = range(length - 1, -1, -1) if reverse else range(length)
+    for i in steps:
+        row = [index_in_dim(r, i, 0, keepdims=False) for r in res]
+        carry = eval_jaxpr(body_jaxpr, [], *row, *consts, *carry)
+    return list(carry)
+
+
+@while_linear_p.def_impl
+def _while_linear_impl(*args, body_jaxpr, num_res, num_consts, length, reverse):
+    return _run_linear(args, body_jaxpr, num_res, num_consts, length, reverse)
+
+
+def _while_linear_transpose(cts, *args, body_jaxpr, num_res, num_consts, length, reverse):
+    """Run the body's transpose over the residuals in the opposite order; cotangents of
+    the linear consts accumulate in extra carries."""
+    from mytorch.core.ad_util import is_undefined
+    from mytorch.transforms.transpose import backward_pass
+
+    res, consts, carry = _split_linear(args, num_res, num_consts)
+    if any(is_undefined(r) for r in res):
+        raise NotImplementedError("while_linear: transposing w.r.t. residuals")
+    lin = [is_undefined(c) for c in consts]
+    fixed = [c for c, u in zip(consts, lin) if not u]
+    lin_avals = [c.aval for c, u in zip(consts, lin) if u]
+    carry_avals = [v.aval for v in body_jaxpr.outvars]
+    res_avals = [v.aval for v in body_jaxpr.invars[:num_res]]
+    n_fixed, n_lin = len(fixed), len(lin_avals)
+
+    def t_body(*xs):
+        r, f = xs[:num_res], iter(xs[num_res:num_res + n_fixed])
+        acc = xs[num_res + n_fixed:num_res + n_fixed + n_lin]
+        ct = list(xs[num_res + n_fixed + n_lin:])
+        values = [*r, *[None if u else next(f) for u in lin], *[None] * len(ct)]
+        linear = [False] * num_res + lin + [True] * len(ct)
+        cts_in = backward_pass(body_jaxpr, [], linear, values, ct)
+        ct_consts = [c for c, u in zip(cts_in[num_res:num_res + len(lin)], lin) if u]
+        acc = [a + instantiate(c) if type(c) is not Zero else a for a, c in zip(acc, ct_consts)]
+        return [*acc, *[instantiate(c) for c in cts_in[num_res + len(lin):]]]
+
+    avals = [*res_avals, *[aval_of(c) for c in fixed], *lin_avals, *carry_avals]
+    tj, tconsts = trace_closed_over(t_body, avals, "while_linear_T")
+    acc0 = [instantiate(Zero(a)) for a in lin_avals]
+    ct0 = [instantiate(Zero(a)) if type(c) is Zero else c for c, a in zip(cts, carry_avals)]
+    outs = while_linear_p.bind(*res, *tconsts, *fixed, *acc0, *ct0, body_jaxpr=tj,
+                               num_res=num_res, num_consts=len(tconsts) + n_fixed,
+                               length=length, reverse=not reverse)
+    acc_out, ct_carry = iter(outs[:n_lin]), outs[n_lin:]
+    return [None] * num_res + [next(acc_out) if u else None for u in lin] + list(ct_carry)
+
+
+while_linear_p.def_transpose(_while_linear_transpose)
+
+
+def _while_linear_jvp(primals, tangents, *, body_jaxpr, num_res, num_consts, length,
+                      reverse):
+    """A `while_linear` over (primal, tangent) carries; residual tangents are rows too
+    (the loop is linear in its consts and carries, not in its residuals)."""
+    res, consts, carry = _split_linear(primals, num_res, num_consts)
+    res_t, consts_t, carry_t = _split_linear(tangents, num_res, num_consts)
+    nz_r = [type(t) is not Zero for t in res_t]
+    nz_c = [type(t) is not Zero for t in consts_t]
+    avals = [v.aval for v in body_jaxpr.invars]
+    r_avals, c_avals = avals[:num_res], avals[num_res:num_res + num_consts]
+    k_avals = avals[num_res + num_consts:]
+    n_rt, n_ct, nk = sum(nz_r), sum(nz_c), len(k_avals)
+
+    def fun(*xs):
+        it = iter(xs)
+        rows = [next(it) for _ in r_avals]
+        rows_t = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(r_avals, nz_r)]
+        cs = [next(it) for _ in c_avals]
+        cs_t = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(c_avals, nz_c)]
+        ks, ks_t = [next(it) for _ in k_avals], [next(it) for _ in k_avals]
+        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), rows + cs + ks,
+                                rows_t + cs_t + ks_t, "while_linear_jvp")
+        return [*outs, *[instantiate(t) for t in t_outs]]
+
+    in_avals = [*r_avals, *[a for a, nz in zip(r_avals, nz_r) if nz], *c_avals,
+                *[a for a, nz in zip(c_avals, nz_c) if nz], *k_avals, *k_avals]
+    jaxpr, jc = trace_closed_over(fun, in_avals, "while_linear_jvp")
+    jaxpr = _rows_first(jaxpr, len(jc), num_res + n_rt)
+    outs = while_linear_p.bind(
+        *res, *[t for t in res_t if type(t) is not Zero], *jc, *consts,
+        *[t for t in consts_t if type(t) is not Zero], *carry,
+        *[instantiate(t) if type(t) is not Zero else instantiate(Zero(a))
+          for t, a in zip(carry_t, k_avals)],
+        body_jaxpr=jaxpr, num_res=num_res + n_rt, num_consts=len(jc) + num_consts + n_ct,
+        length=length, reverse=reverse)
+    return outs[:nk], outs[nk:]
+
+
+while_linear_p.def_jvp(_while_linear_jvp)
+
+
+def _while_linear_batching(axis, args, dims, *, body_jaxpr, num_res, num_consts, length,
+                           reverse):
+    """Residuals batched at dim 1 (rows batched at 0); every carry batched at dim 0."""
+    from mytorch.lax._batching import bdim_to
+    from mytorch.transforms.batching import batch_jaxpr as _bj
+
+    res, consts, carry = _split_linear(args, num_res, num_consts)
+    rd, cd, _ = _split_linear(dims, num_res, num_consts)
+    res = [r if d is not_mapped else bdim_to(r, d, 1, axis.size) for r, d in zip(res, rd)]
+    carry = [bdim_at_front(x, d, axis.size) for x, d in zip(carry, dims[num_res + num_consts:])]
+
+    def finish(outs, ds):
+        return [bdim_at_front(o, d, axis.size) for o, d in zip(outs, ds)], [0] * len(outs)
+
+    row_dims = [not_mapped if d is not_mapped else 0 for d in rd]
+    bj, bconsts, _ = _bj(body_jaxpr, axis, [*row_dims, *cd, *[0] * len(carry)], finish,
+                         "while_linear_vmap")
+    nb = len(bconsts)  # the batched jaxpr reads its captured values first: rows go first
+    v = bj.invars
+    bj = Jaxpr([], [*v[nb:nb + num_res], *v[:nb], *v[nb + num_res:]], bj.eqns, bj.outvars,
+               bj.debug_name)
+    outs = while_linear_p.bind(*res, *bconsts, *consts, *carry, body_jaxpr=bj,
+                               num_res=num_res, num_consts=len(bconsts) + num_consts,
+                               length=length, reverse=reverse)
+    return outs, [0] * len(outs)
+
+
+while_linear_p.def_batching(_while_linear_batching)
+
+
+def _host_any(p):
+    """Whether any element of the predicate `p` (a value of some trace, possibly batched)
+    is true, read on the host; None when it is not known now (e.g. staged under jit)."""
+    from mytorch.core.array import ArrayImpl
+    from mytorch.core.trace import Tracer
+
+    while isinstance(p, Tracer):
+        inner = getattr(p, "val", None)  # a batch tracer: the whole batch, one level down
+        inner = getattr(p, "primal", None) if inner is None else inner
+        if inner is None:
+            v = p.concrete_value()
+            return None if v is None else bool(np.any(v))
+        p = inner
+    if isinstance(p, ArrayImpl):
+        return bool(np.any(np.asarray(p)))
+    return bool(np.any(p))
+
+
+def _split_body(body_jaxpr, bc_uk, carry_uk):
+    """Partially evaluate the body for unknown consts/carries, growing the unknown carries
+    to a fixpoint. Returns (known, staged, carry_uk, num_res): known maps known consts and
+    carries to the known carries' outputs + residuals; staged maps residuals + unknown
+    consts + unknown carries to the unknown carries' outputs."""
+    from mytorch.transforms.partial_eval import partial_eval_jaxpr
+
+    while True:
+        known, staged, out_uk, nres = partial_eval_jaxpr(body_jaxpr, [*bc_uk, *carry_uk],
+                                                         _everything)
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    n_out = len(known.outvars) - nres
+    outs, res = iter(known.outvars[:n_out]), known.outvars[n_out:]
+    known_carry, forced = [], []  # forced: unknown carries the known part computes
+    for uk_in, uk_out in zip(carry_uk, out_uk):
+        if not uk_out:
+            (forced if uk_in else known_carry).append(next(outs))
+    known = Jaxpr([], known.invars, known.eqns, [*known_carry, *res, *forced], "while_known")
+    forced_in = [Var(v.aval) for v in forced]
+    staged_outs, forced_it = iter(staged.outvars), iter(forced_in)
+    outvars = [next(staged_outs) if uk_out else next(forced_it)
+               for uk_in, uk_out in zip(carry_uk, out_uk) if uk_in]
+    invars = [*staged.invars[:nres], *forced_in, *staged.invars[nres:]]
+    staged = Jaxpr([], invars, staged.eqns, outvars, "while_staged")
+    return known, staged, carry_uk, nres + len(forced)
+
+
+def _rows_first(jaxpr, n_consts, n_rows):
+    """`jaxpr` (captured consts, rows, rest) reordered to read (rows, consts, rest)."""
+    v = jaxpr.invars
+    invars = [*v[n_consts:n_consts + n_rows], *v[:n_consts], *v[n_consts + n_rows:]]
+    return Jaxpr([], invars, jaxpr.eqns, jaxpr.outvars, jaxpr.debug_name)
+
+
+def _run_known(cond, body, cc, bc, carry, info):
+    """Run the known loop under the current trace; returns (final carries, residual rows
+    per iteration, predicates per iteration). Each finished batch element keeps its carry."""
+    from mytorch.core.array import ArrayImpl
+    from mytorch.lax.elementwise import select_n
+
+    rows, preds, n = [], [], len(carry)
+    while True:
+        p = eval_jaxpr(cond, [], *cc, *carry)[0]
+        go = _host_any(p)
+        if go is None:
+            raise NotImplementedError(
+                "while_loop: reverse-mode differentiation needs the loop's trip count, which "
+                f"is only known by running it{_at(info)}; under jit(grad(...)) the loop is "
+                "staged and its trip count is unknown. Differentiate outside jit (grad(f) "
+                "with jit inside f), or use lax.fori_loop/lax.scan with a static trip count.")
+        if not go:
+            return carry, rows, preds
+        outs = eval_jaxpr(body, [], *bc, *carry)
+        new = outs[:n]
+        if type(p) is not ArrayImpl:  # batched (or traced): finished elements stay put
+            new = [select_n(p, old, x) for old, x in zip(carry, new)]
+        carry = new
+        rows.append(outs[n:])
+        preds.append(p)
+
+
+def _stack(values, aval):
+    """`values` (each of `aval`) stacked along a new leading axis (length may be 0)."""
+    from mytorch.lax.structural import broadcast_in_dim, concatenate, expand_dims, full
+
+    if not values:
+        return full((0, *aval.shape), 0, aval.dtype)
+    if len(values) == 1:
+        return broadcast_in_dim(values[0], (1, *aval.shape), tuple(range(1, aval.ndim + 1)))
+    return concatenate([expand_dims(v, (0,)) for v in values], 0)
+
+
+def _masked_step(staged, nres, n_bc):
+    """The staged step with a per-iteration predicate row: (rows, pred, consts, carries)
+    -> carries, keeping the old carry where the predicate is false."""
+    from mytorch.lax.elementwise import select_n
+
+    def step(*xs):
+        rows, p, rest = xs[:nres], xs[nres], xs[nres + 1:]
+        new = eval_jaxpr(staged, [], *rows, *rest)
+        return [select_n(p, old, x) for old, x in zip(rest[n_bc:], new)]
+
+    avals = [v.aval for v in staged.invars]
+
+    pred = ShapedArray((), np.dtype(np.bool_))
+    jaxpr, consts = trace_closed_over(step, [*avals[:nres], pred, *avals[nres:]],
+                                      "while_step")
+    return _rows_first(jaxpr, len(consts), nres + 1), consts
+
+
+def _while_partial_eval(trace, args, params):
+    from mytorch.core.array import ArrayImpl
+    from mytorch.core.staging import StagingTrace
+    from mytorch.core.trace import set_current_trace
+
+    ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
+    unknowns = [trace.is_unknown(x) for x in args]
+    if not any(unknowns):
+        with set_current_trace(trace.parent):
+            return while_p.bind(*args, **params)
+    cc, bc, carry = _split(args, ncc, nbc)
+    cc_uk, bc_uk, carry_uk = _split(unknowns, ncc, nbc)
+    known, staged, carry_uk, nres = _split_body(params["body_jaxpr"], bc_uk, carry_uk)
+    cond = params["cond_jaxpr"]
+    used = {v for e in cond.eqns for v in e.invars} | set(cond.outvars)
+    if any(cc_uk) or any(u and v in used for u, v in zip(carry_uk, cond.invars[ncc:])):
+        # the predicate itself is unknown: stage the whole loop (not transposable)
+        return StagingTrace.process_primitive(trace, while_p, args, params)
+    kcond = Jaxpr([], [*cond.invars[:ncc], *[v for v, u in zip(cond.invars[ncc:], carry_uk)
+                                             if not u]], cond.eqns, cond.outvars, "cond")
+    known_carry = [x for x, u in zip(carry, carry_uk) if not u]
+    known_bc = [x for x, u in zip(bc, bc_uk) if not u]
+    res_avals = [v.aval for v in staged.invars[:nres]]
+    with set_current_trace(trace.parent):
+        final, rows, preds = _run_known(kcond, known, cc, known_bc, known_carry,
+                                        user_frame())
+        stacked = [_stack([r[j] for r in rows], a) for j, a in enumerate(res_avals)]
+        masked = any(type(p) is not ArrayImpl for p in preds)
+        if masked:
+            stacked.append(_stack(preds, ShapedArray((), np.dtype(np.bool_))))
+    uk_bc = [x for x, u in zip(bc, bc_uk) if u]
+    if masked:
+        step, step_consts = _masked_step(staged, nres, len(uk_bc))
+    else:
+        step, step_consts = staged, []
+    inits = [x for x, u in zip(carry, carry_uk) if u]
+    staged_params = dict(body_jaxpr=step, num_res=len(stacked),
+                         num_consts=len(step_consts) + len(uk_bc), length=len(rows),
+                         reverse=False)
+    outs = StagingTrace.process_primitive(
+        trace, while_linear_p, [*stacked, *step_consts, *uk_bc, *inits], staged_params)
+    known_it, staged_it = iter(final), iter(outs)
+    return [next(staged_it) if u else next(known_it) for u in carry_uk]
+
+
+while_p.def_rule("partial_eval", _while_partial_eval)
