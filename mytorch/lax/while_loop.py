@@ -358,7 +358,8 @@ def _while_linear_transpose(cts, *args, body_jaxpr, num_res, num_consts, length,
 
     res, consts, carry = _split_linear(args, num_res, num_consts)
     if any(is_undefined(r) for r in res):
-        raise NotImplementedError("while_linear: transposing w.r.t. residuals")
+        raise TypeError("while_linear: its residuals are not linear inputs (an invalid "
+                        "transposition)")
     lin = [is_undefined(c) for c in consts]
     fixed = [c for c, u in zip(consts, lin) if not u]
     lin_avals = [c.aval for c, u in zip(consts, lin) if u]
@@ -528,11 +529,12 @@ def _run_known(cond, body, cc, bc, carry, info):
         p = eval_jaxpr(cond, [], *cc, *carry)[0]
         go = _host_any(p)
         if go is None:
-            raise NotImplementedError(
+            raise TypeError(
                 "while_loop: reverse-mode differentiation needs the loop's trip count, which "
                 f"is only known by running it{_at(info)}; under jit(grad(...)) the loop is "
-                "staged and its trip count is unknown. Differentiate outside jit (grad(f) "
-                "with jit inside f), or use lax.fori_loop/lax.scan with a static trip count.")
+                "staged and its trip count is unknown. Take the gradient outside jit (keep "
+                "the while_loop out of jitted functions), or use lax.fori_loop/lax.scan "
+                "with a static trip count.")
         if not go:
             return carry, rows, preds
         outs = eval_jaxpr(body, [], *bc, *carry)
