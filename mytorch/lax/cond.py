@@ -102,7 +102,8 @@ def _bind_branches(op, index, funs, names, operands):
             out_leaves, store["tree"] = tree_util.tree_flatten(out)
             return [asarray(x) for x in out_leaves]
 
-        traced.append(trace_closed_over(flat, avals, getattr(fun, "__name__", "branch")))
+        name = f"lax.cond branch {getattr(fun, '__name__', '')}".rstrip()
+        traced.append(trace_closed_over(flat, avals, name))
         out_trees.append(store["tree"])
     for i in range(1, len(funs)):
         _check_same_outputs(op, names[0], names[i], out_trees[0], out_trees[i],

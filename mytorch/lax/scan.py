@@ -101,7 +101,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         y_leaves, store["y_tree"] = tree_util.tree_flatten(out[1])
         return [*c_leaves, *[asarray(y) for y in y_leaves]]
 
-    name = getattr(f, "__name__", "scan_body")
+    name = f"lax.scan body {getattr(f, '__name__', '')}".rstrip()  # names leaked tracers
     jaxpr, consts = trace_closed_over(body, [*carry_avals, *x_avals], name)
     outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
                        num_carry=n_carry, length=length, reverse=bool(reverse), unroll=unroll)

@@ -90,12 +90,12 @@ def while_loop(cond_fun, body_fun, init_val):
         out_leaves, store["tree"] = tree_util.tree_flatten(out)
         return [asarray(x) for x in out_leaves]
 
-    cond_jaxpr, cond_consts = trace_closed_over(flat_cond, avals, "while_cond")
+    cond_jaxpr, cond_consts = trace_closed_over(flat_cond, avals, "lax.while_loop cond_fun")
     pred = cond_jaxpr.outvars[0].aval
     if pred.shape != () or pred.dtype != np.bool_:
         raise TypeError(f"while_loop: cond_fun must return a scalar bool, got "
                         f"{pred.str_short()}{_at(info)}")
-    body_jaxpr, body_consts = trace_closed_over(flat_body, avals, "while_body")
+    body_jaxpr, body_consts = trace_closed_over(flat_body, avals, "lax.while_loop body_fun")
     out_avals = [v.aval for v in body_jaxpr.outvars]
     if store["tree"] != in_tree or not _same_avals(avals, out_avals):
         raise _carry_mismatch("body_fun", in_tree, avals, store["tree"], out_avals, info)
