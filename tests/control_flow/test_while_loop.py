@@ -279,3 +279,15 @@ def test_jit_of_vmap_and_jvp():
     jv = mt.jit(lambda x: mt.jvp(lambda x: _count_to(4, x)[1], (x,), (mnp.ones_like(x),)))
     want = mt.jvp(lambda x: _count_to(4, x)[1], (xs,), (mnp.ones_like(xs),))
     assert_tree_close(jv(xs), want, check_dtype=False)
+
+
+def test_reverse_mode_of_a_jitted_function_containing_the_loop(x64):
+    """grad(jit(f)): jit's partial evaluation runs the loop equation by equation, so the
+    while_loop's reverse mode works inside jitted functions too (also nested)."""
+    a = mnp.asarray(3.0)
+    want = 0.5 / np.sqrt(3.0)
+    np.testing.assert_allclose(float(mt.grad(mt.jit(_newton_sqrt))(a)), want, rtol=1e-8)
+    outer = mt.jit(lambda v: mt.jit(_newton_sqrt)(v) * 2.0 + mnp.sin(v))
+    np.testing.assert_allclose(float(mt.grad(outer)(a)), 2 * want + np.cos(3.0), rtol=1e-8)
+    got = mt.vmap(mt.grad(mt.jit(_newton_sqrt)))(mnp.asarray([2.0, 5.0]))
+    np.testing.assert_allclose(np.asarray(got), 0.5 / np.sqrt([2.0, 5.0]), rtol=1e-8)
