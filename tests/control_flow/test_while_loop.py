@@ -291,3 +291,15 @@ def test_reverse_mode_of_a_jitted_function_containing_the_loop(x64):
     np.testing.assert_allclose(float(mt.grad(outer)(a)), 2 * want + np.cos(3.0), rtol=1e-8)
     got = mt.vmap(mt.grad(mt.jit(_newton_sqrt)))(mnp.asarray([2.0, 5.0]))
     np.testing.assert_allclose(np.asarray(got), 0.5 / np.sqrt([2.0, 5.0]), rtol=1e-8)
+
+
+def test_the_linear_loop_compiles_to_a_loop_over_residual_rows(x64):
+    """jit of a vjp function: while_linear (forward and transposed) runs its compiled body
+    over the stacked residuals, and matches the eager backward pass."""
+    for a in (2.0, 7.0):
+        _, vjp_fn = mt.vjp(_newton_sqrt, mnp.asarray(a))
+        jitted = mt.jit(vjp_fn)
+        np.testing.assert_allclose(float(jitted(mnp.asarray(1.5))[0]),
+                                   float(vjp_fn(mnp.asarray(1.5))[0]), rtol=1e-12)
+        text = jitted.lower(mnp.asarray(1.5)).as_text()
+        assert "while_linear_body" in text
