@@ -10,7 +10,7 @@ Rules: eager evaluation loops in Python over the jaxprs; the JVP is a `while` ov
 (primal, tangent) carries whose predicate reads only the primals; batching with an
 unbatched predicate batches the body, and with a batched predicate runs until every
 element is done, keeping each finished element's carry with `select_n`. Reverse mode:
-see the section at the end (`while_linear`).
+see the section at the end (the tangent loop is a `scan` over stacked residuals).
 """
 
 import numpy as np
@@ -304,163 +304,10 @@ while_p.def_batching(_while_batching)
 # ---- reverse mode --------------------------------------------------------------------------
 # Linearize splits a `while` with unknown (tangent) carries: the known loop runs now on the
 # parent trace, so its trip count N is found by running it, and each iteration's residuals
-# are kept; the tangent part is staged as one `while_linear` equation, a loop of N steps
-# over the stacked residuals, whose transpose is another `while_linear` running backwards.
-while_linear_p = Primitive("while_linear", multiple_results=True, kind="call")
-
-
+# are kept; the tangent part is staged as a `scan` of N steps over the stacked residuals,
+# which transposes (a reversed scan), differentiates again and compiles like any scan.
 def _everything(prim, *avals, **params):
     return True
-
-
-def _split_linear(args, num_res, num_consts):
-    return (list(args[:num_res]), list(args[num_res:num_res + num_consts]),
-            list(args[num_res + num_consts:]))
-
-
-@while_linear_p.def_abstract_eval
-def _while_linear_abstract_eval(*avals, body_jaxpr, num_res, num_consts, length, reverse):
-    res, _, carry = _split_linear(avals, num_res, num_consts)
-    for r, v in zip(res, body_jaxpr.invars):
-        if r.shape != (length, *v.aval.shape):
-            raise TypeError(f"while_linear: residual {r.str_short()} is not {length} "
-                            f"stacked {v.aval.str_short()}")
-    body_out = [v.aval for v in body_jaxpr.outvars]
-    if not _same_avals(carry, body_out):
-        raise TypeError("while_linear: body must keep the carries' shapes and dtypes: "
-                        f"[{', '.join(a.str_short() for a in carry)}] -> "
-                        f"[{', '.join(a.str_short() for a in body_out)}]")
-    return list(carry)
-
-
-def _run_linear(args, body_jaxpr, num_res, num_consts, length, reverse):
-    """The loop, bound under the current trace: step i reads row i of each residual."""
-    from mytorch.lax.structural import index_in_dim
-
-    res, consts, carry = _split_linear(args, num_res, num_consts)
-    steps = range(length - 1, -1, -1) if reverse else range(length)
-    for i in steps:
-        row = [index_in_dim(r, i, 0, keepdims=False) for r in res]
-        carry = eval_jaxpr(body_jaxpr, [], *row, *consts, *carry)
-    return list(carry)
-
-
-@while_linear_p.def_impl
-def _while_linear_impl(*args, body_jaxpr, num_res, num_consts, length, reverse):
-    return _run_linear(args, body_jaxpr, num_res, num_consts, length, reverse)
-
-
-def _while_linear_transpose(cts, *args, body_jaxpr, num_res, num_consts, length, reverse):
-    """Run the body's transpose over the residuals in the opposite order; cotangents of
-    the linear consts accumulate in extra carries."""
-    from mytorch.core.ad_util import is_undefined
-    from mytorch.transforms.transpose import backward_pass
-
-    res, consts, carry = _split_linear(args, num_res, num_consts)
-    if any(is_undefined(r) for r in res):
-        raise TypeError("while_linear: its residuals are not linear inputs (an invalid "
-                        "transposition)")
-    lin = [is_undefined(c) for c in consts]
-    fixed = [c for c, u in zip(consts, lin) if not u]
-    lin_avals = [c.aval for c, u in zip(consts, lin) if u]
-    carry_avals = [v.aval for v in body_jaxpr.outvars]
-    res_avals = [v.aval for v in body_jaxpr.invars[:num_res]]
-    n_fixed, n_lin = len(fixed), len(lin_avals)
-
-    def t_body(*xs):
-        r, f = xs[:num_res], iter(xs[num_res:num_res + n_fixed])
-        acc = xs[num_res + n_fixed:num_res + n_fixed + n_lin]
-        ct = list(xs[num_res + n_fixed + n_lin:])
-        values = [*r, *[None if u else next(f) for u in lin], *[None] * len(ct)]
-        linear = [False] * num_res + lin + [True] * len(ct)
-        cts_in = backward_pass(body_jaxpr, [], linear, values, ct)
-        ct_consts = [c for c, u in zip(cts_in[num_res:num_res + len(lin)], lin) if u]
-        acc = [a + instantiate(c) if type(c) is not Zero else a for a, c in zip(acc, ct_consts)]
-        return [*acc, *[instantiate(c) for c in cts_in[num_res + len(lin):]]]
-
-    avals = [*res_avals, *[aval_of(c) for c in fixed], *lin_avals, *carry_avals]
-    tj, tconsts = trace_closed_over(t_body, avals, "while_linear_T")
-    acc0 = [instantiate(Zero(a)) for a in lin_avals]
-    ct0 = [instantiate(Zero(a)) if type(c) is Zero else c for c, a in zip(cts, carry_avals)]
-    outs = while_linear_p.bind(*res, *tconsts, *fixed, *acc0, *ct0, body_jaxpr=tj,
-                               num_res=num_res, num_consts=len(tconsts) + n_fixed,
-                               length=length, reverse=not reverse)
-    acc_out, ct_carry = iter(outs[:n_lin]), outs[n_lin:]
-    return [None] * num_res + [next(acc_out) if u else None for u in lin] + list(ct_carry)
-
-
-while_linear_p.def_transpose(_while_linear_transpose)
-
-
-def _while_linear_jvp(primals, tangents, *, body_jaxpr, num_res, num_consts, length,
-                      reverse):
-    """A `while_linear` over (primal, tangent) carries; residual tangents are rows too
-    (the loop is linear in its consts and carries, not in its residuals)."""
-    res, consts, carry = _split_linear(primals, num_res, num_consts)
-    res_t, consts_t, carry_t = _split_linear(tangents, num_res, num_consts)
-    nz_r = [type(t) is not Zero for t in res_t]
-    nz_c = [type(t) is not Zero for t in consts_t]
-    avals = [v.aval for v in body_jaxpr.invars]
-    r_avals, c_avals = avals[:num_res], avals[num_res:num_res + num_consts]
-    k_avals = avals[num_res + num_consts:]
-    n_rt, n_ct, nk = sum(nz_r), sum(nz_c), len(k_avals)
-
-    def fun(*xs):
-        it = iter(xs)
-        rows = [next(it) for _ in r_avals]
-        rows_t = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(r_avals, nz_r)]
-        cs = [next(it) for _ in c_avals]
-        cs_t = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(c_avals, nz_c)]
-        ks, ks_t = [next(it) for _ in k_avals], [next(it) for _ in k_avals]
-        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), rows + cs + ks,
-                                rows_t + cs_t + ks_t, "while_linear_jvp")
-        return [*outs, *[instantiate(t) for t in t_outs]]
-
-    in_avals = [*r_avals, *[a for a, nz in zip(r_avals, nz_r) if nz], *c_avals,
-                *[a for a, nz in zip(c_avals, nz_c) if nz], *k_avals, *k_avals]
-    jaxpr, jc = trace_closed_over(fun, in_avals, "while_linear_jvp")
-    jaxpr = _rows_first(jaxpr, len(jc), num_res + n_rt)
-    outs = while_linear_p.bind(
-        *res, *[t for t in res_t if type(t) is not Zero], *jc, *consts,
-        *[t for t in consts_t if type(t) is not Zero], *carry,
-        *[instantiate(t) if type(t) is not Zero else instantiate(Zero(a))
-          for t, a in zip(carry_t, k_avals)],
-        body_jaxpr=jaxpr, num_res=num_res + n_rt, num_consts=len(jc) + num_consts + n_ct,
-        length=length, reverse=reverse)
-    return outs[:nk], outs[nk:]
-
-
-while_linear_p.def_jvp(_while_linear_jvp)
-
-
-def _while_linear_batching(axis, args, dims, *, body_jaxpr, num_res, num_consts, length,
-                           reverse):
-    """Residuals batched at dim 1 (rows batched at 0); every carry batched at dim 0."""
-    from mytorch.lax._batching import bdim_to
-    from mytorch.transforms.batching import batch_jaxpr as _bj
-
-    res, consts, carry = _split_linear(args, num_res, num_consts)
-    rd, cd, _ = _split_linear(dims, num_res, num_consts)
-    res = [r if d is not_mapped else bdim_to(r, d, 1, axis.size) for r, d in zip(res, rd)]
-    carry = [bdim_at_front(x, d, axis.size) for x, d in zip(carry, dims[num_res + num_consts:])]
-
-    def finish(outs, ds):
-        return [bdim_at_front(o, d, axis.size) for o, d in zip(outs, ds)], [0] * len(outs)
-
-    row_dims = [not_mapped if d is not_mapped else 0 for d in rd]
-    bj, bconsts, _ = _bj(body_jaxpr, axis, [*row_dims, *cd, *[0] * len(carry)], finish,
-                         "while_linear_vmap")
-    nb = len(bconsts)  # the batched jaxpr reads its captured values first: rows go first
-    v = bj.invars
-    bj = Jaxpr([], [*v[nb:nb + num_res], *v[:nb], *v[nb + num_res:]], bj.eqns, bj.outvars,
-               bj.debug_name)
-    outs = while_linear_p.bind(*res, *bconsts, *consts, *carry, body_jaxpr=bj,
-                               num_res=num_res, num_consts=len(bconsts) + num_consts,
-                               length=length, reverse=reverse)
-    return outs, [0] * len(outs)
-
-
-while_linear_p.def_batching(_while_linear_batching)
 
 
 def _host_any(p):
@@ -611,11 +458,17 @@ def _while_partial_eval(trace, args, params):
     else:
         step, step_consts = staged, []
     inits = [x for x, u in zip(carry, carry_uk) if u]
-    staged_params = dict(body_jaxpr=step, num_res=len(stacked),
-                         num_consts=len(step_consts) + len(uk_bc), length=len(rows),
-                         reverse=False)
+    # the tangent loop has a known trip count: it is a scan over the stacked residuals
+    # (so it transposes, differentiates again, batches and compiles as a scan does)
+    from mytorch.lax.scan import scan_p
+
+    nrow, ncon = len(stacked), len(step_consts) + len(uk_bc)
+    v = step.invars  # (rows, consts, carries) -> scan's (consts, carries, rows)
+    body = Jaxpr([], [*v[nrow:], *v[:nrow]], step.eqns, step.outvars, "while_tangent_step")
     outs = StagingTrace.process_primitive(
-        trace, while_linear_p, [*stacked, *step_consts, *uk_bc, *inits], staged_params)
+        trace, scan_p, [*step_consts, *uk_bc, *inits, *stacked],
+        dict(jaxpr=body, num_consts=ncon, num_carry=len(inits), length=len(rows),
+             reverse=False, unroll=1))
     known_it, staged_it = iter(final), iter(outs)
     return [next(staged_it) if u else next(known_it) for u in carry_uk]
 

@@ -293,13 +293,18 @@ def test_reverse_mode_of_a_jitted_function_containing_the_loop(x64):
     np.testing.assert_allclose(np.asarray(got), 0.5 / np.sqrt([2.0, 5.0]), rtol=1e-8)
 
 
-def test_the_linear_loop_compiles_to_a_loop_over_residual_rows(x64):
-    """jit of a vjp function: while_linear (forward and transposed) runs its compiled body
-    over the stacked residuals, and matches the eager backward pass."""
-    for a in (2.0, 7.0):
-        _, vjp_fn = mt.vjp(_newton_sqrt, mnp.asarray(a))
+def test_reverse_over_reverse_and_compiled_backward_passes(x64):
+    """The tangent loop is a scan over the stacked residuals: it differentiates again
+    (second and third derivatives of Newton's sqrt against the closed forms) and a jitted
+    vjp function runs it as a compiled loop."""
+    a = mnp.asarray(3.0)
+    np.testing.assert_allclose(float(mt.grad(mt.grad(_newton_sqrt))(a)),
+                               -0.25 * 3.0 ** -1.5, rtol=1e-8)
+    np.testing.assert_allclose(float(mt.grad(mt.grad(mt.grad(_newton_sqrt)))(a)),
+                               0.375 * 3.0 ** -2.5, rtol=1e-6)
+    for v in (2.0, 7.0):
+        _, vjp_fn = mt.vjp(_newton_sqrt, mnp.asarray(v))
         jitted = mt.jit(vjp_fn)
         np.testing.assert_allclose(float(jitted(mnp.asarray(1.5))[0]),
                                    float(vjp_fn(mnp.asarray(1.5))[0]), rtol=1e-12)
-        text = jitted.lower(mnp.asarray(1.5)).as_text()
-        assert "while_linear_body" in text
+        assert "scan_body" in jitted.lower(mnp.asarray(1.5)).as_text()

@@ -507,13 +507,6 @@ def _while(draw, dts):
     return f, [_floats(draw, dts)]
 
 
-def _while_linear(draw, dts):
-    x = _floats(draw, dts)
-    _, vjp_fun = mt.vjp(lambda v: lax.while_loop(lambda c: c[1] < 3, _while_body, (v, 0))[0],
-                        mnp.asarray(x))
-    return (lambda ct: vjp_fun(ct)[0]), [np.ones_like(x)]
-
-
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -535,7 +528,7 @@ CASES = {
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
     "custom_lin": [_custom_lin], "jit": [_jit], "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
-    "while": [_while], "while_linear": [_while_linear],
+    "while": [_while],
 }
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]

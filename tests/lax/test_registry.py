@@ -27,8 +27,7 @@ CALL_RULES = {
     "jit": ("jvp", "transpose"),
     "cond": ("jvp", "transpose"),
     "scan": ("jvp", "transpose"),
-    "while": ("jvp",),  # reverse mode through its "partial_eval" rule and while_linear
-    "while_linear": ("jvp", "transpose"),
+    "while": ("jvp",),  # reverse mode: its "partial_eval" rule stages a scan
 }
 
 

@@ -2,9 +2,9 @@
 generated functions, and a runtime helper loops over them in Python (no retracing)."""
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.lax.while_loop import while_linear_p, while_p
+from mytorch.lax.while_loop import while_p
 
-__all__ = ["run_while", "run_while_linear"]
+__all__ = ["run_while"]
 
 
 def run_while(cond_fn, body_fn, cond_nconsts, body_nconsts, args):
@@ -29,25 +29,3 @@ def _emit_while(g, eqn, args):
 
 EMITTERS[while_p] = _emit_while
 
-
-def run_while_linear(body_fn, num_res, num_consts, length, reverse, args):
-    """The linear loop of reverse mode on NumPy buffers: step i reads row i of each
-    stacked residual (last row first when `reverse`); returns the final carries."""
-    res, consts = args[:num_res], args[num_res:num_res + num_consts]
-    carry = list(args[num_res + num_consts:])
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        carry = body_fn(*[r[i] for r in res], *consts, *carry)
-    return carry
-
-
-def _emit_while_linear(g, eqn, args):
-    """`helper(body, num_res, num_consts, length, reverse, [operands])`."""
-    p = eqn.params
-    body_fn = g.subfunction(p["body_jaxpr"], name="while_linear_body")
-    helper = g.hoist(run_while_linear, "while_linear")
-    g.fresh(eqn)
-    return (f"{helper}({body_fn}, {p['num_res']}, {p['num_consts']}, {p['length']}, "
-            f"{p['reverse']}, [{', '.join(args)}])")
-
-
-EMITTERS[while_linear_p] = _emit_while_linear
