@@ -358,13 +358,6 @@ def _split_body(body_jaxpr, bc_uk, carry_uk):
     return known, staged, carry_uk, nres + len(forced)
 
 
-def _rows_first(jaxpr, n_consts, n_rows):
-    """`jaxpr` (captured consts, rows, rest) reordered to read (rows, consts, rest)."""
-    v = jaxpr.invars
-    invars = [*v[n_consts:n_consts + n_rows], *v[:n_consts], *v[n_consts + n_rows:]]
-    return Jaxpr([], invars, jaxpr.eqns, jaxpr.outvars, jaxpr.debug_name)
-
-
 def _run_known(cond, body, cc, bc, carry, info):
     """Run the known loop under the current trace; returns (final carries, residual rows
     per iteration, predicates per iteration). Each finished batch element keeps its carry."""
@@ -404,22 +397,24 @@ def _stack(values, aval):
     return concatenate([expand_dims(v, (0,)) for v in values], 0)
 
 
-def _masked_step(staged, nres, n_bc):
-    """The staged step with a per-iteration predicate row: (rows, pred, consts, carries)
-    -> carries, keeping the old carry where the predicate is false."""
+def _scan_step(staged, nres, n_bc, masked):
+    """The tangent step as a scan body: (captured consts, unknown consts, carries, residual
+    rows[, predicate row]) -> carries. With `masked` (a batched predicate), an element whose
+    predicate row is false keeps its carry. Returns (jaxpr, captured consts)."""
     from mytorch.lax.elementwise import select_n
 
+    n_rows = nres + (1 if masked else 0)
+
     def step(*xs):
-        rows, p, rest = xs[:nres], xs[nres], xs[nres + 1:]
-        new = eval_jaxpr(staged, [], *rows, *rest)
-        return [select_n(p, old, x) for old, x in zip(rest[n_bc:], new)]
+        rest, rows = xs[:len(xs) - n_rows], xs[len(xs) - n_rows:]
+        new = eval_jaxpr(staged, [], *rows[:nres], *rest)
+        if not masked:
+            return new
+        return [select_n(rows[nres], old, x) for old, x in zip(rest[n_bc:], new)]
 
     avals = [v.aval for v in staged.invars]
-
-    pred = ShapedArray((), np.dtype(np.bool_))
-    jaxpr, consts = trace_closed_over(step, [*avals[:nres], pred, *avals[nres:]],
-                                      "while_step")
-    return _rows_first(jaxpr, len(consts), nres + 1), consts
+    pred = [ShapedArray((), np.dtype(np.bool_))] if masked else []
+    return trace_closed_over(step, [*avals[nres:], *avals[:nres], *pred], "while_step")
 
 
 def _while_partial_eval(trace, args, params):
@@ -453,22 +448,16 @@ def _while_partial_eval(trace, args, params):
         if masked:
             stacked.append(_stack(preds, ShapedArray((), np.dtype(np.bool_))))
     uk_bc = [x for x, u in zip(bc, bc_uk) if u]
-    if masked:
-        step, step_consts = _masked_step(staged, nres, len(uk_bc))
-    else:
-        step, step_consts = staged, []
     inits = [x for x, u in zip(carry, carry_uk) if u]
     # the tangent loop has a known trip count: it is a scan over the stacked residuals
     # (so it transposes, differentiates again, batches and compiles as a scan does)
     from mytorch.lax.scan import scan_p
 
-    nrow, ncon = len(stacked), len(step_consts) + len(uk_bc)
-    v = step.invars  # (rows, consts, carries) -> scan's (consts, carries, rows)
-    body = Jaxpr([], [*v[nrow:], *v[:nrow]], step.eqns, step.outvars, "while_tangent_step")
+    body, step_consts = _scan_step(staged, nres, len(uk_bc), masked)
     outs = StagingTrace.process_primitive(
         trace, scan_p, [*step_consts, *uk_bc, *inits, *stacked],
-        dict(jaxpr=body, num_consts=ncon, num_carry=len(inits), length=len(rows),
-             reverse=False, unroll=1))
+        dict(jaxpr=body, num_consts=len(step_consts) + len(uk_bc), num_carry=len(inits),
+             length=len(rows), reverse=False, unroll=1))
     known_it, staged_it = iter(final), iter(outs)
     return [next(staged_it) if u else next(known_it) for u in carry_uk]
 
