@@ -10,9 +10,9 @@
             _errreset(_tok)
 
 Variables are locals, scalar literals are inlined, constants (and the ufuncs, as
-`np_<name>`) are module globals of the generated code, and each primitive is one NumPy call where an emitter exists (emitters.py),
-else a call of its eager kernel. Buffers are tracked so that a dead intermediate (one that
-nothing else views) is written again through `out=`, in place when an elementwise op's
+`np_<name>`) are module globals of the generated code, and each primitive is one NumPy call
+where an emitter exists (emitters.py), else a call of its eager kernel. Buffers are
+tracked so that a dead intermediate (one that nothing else views) is written again through `out=`, in place when an elementwise op's
 operand dies at that op; donated inputs that nothing else references join that pool.
 Reshapes, transposes, slices and broadcasts are NumPy views.
 """
@@ -27,7 +27,6 @@ from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.core.jaxpr import Literal, Var
-from mytorch.lax.structural import broadcast_in_dim_p
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
     from numpy._core._multiarray_umath import _make_extobj
@@ -223,7 +222,7 @@ class Generator:
 
     def emit(self, eqn):
         prim = eqn.primitive
-        self._kind = None
+        self._kind, self._lazy = None, False
         expr = None
         fn = EMITTERS.get(prim)
         if fn is not None and prim.multiple_results:
@@ -252,7 +251,7 @@ class Generator:
         else:
             out = eqn.outvars[0]
             target = self._bind(out) if type(out) is Var else "_"
-            if prim is broadcast_in_dim_p and target != "_":
+            if self._lazy and target != "_":
                 self.pending[out] = f"{target} = {expr}"  # consumers may read the source
             else:
                 self.lines.append(f"{target} = {expr}")
@@ -260,16 +259,18 @@ class Generator:
         if self.debug_nans:
             self._emit_nan_check(eqn)
 
+    def broadcast_of(self, eqn, expanded):
+        """Emitters of broadcasts: the result is the source (operand 0) viewed as
+        `expanded` (its shape with size-1 axes) and broadcast. Consumers may read the source
+        instead, and the broadcast itself is emitted only if something reads it in full."""
+        src, out = eqn.invars[0], eqn.outvars[0]
+        if not src.aval.shape:
+            self.scalar_of[out] = src
+        elif type(src) is Var:
+            self.expand_of[out] = (src, tuple(expanded))
+        self._lazy = True
+
     def _track(self, eqn):
-        if eqn.primitive is broadcast_in_dim_p:
-            src, dims = eqn.invars[0], eqn.params["broadcast_dimensions"]
-            if not src.aval.shape:
-                self.scalar_of[eqn.outvars[0]] = src
-            elif type(src) is Var and list(dims) == sorted(dims):
-                expanded = [1] * len(eqn.params["shape"])
-                for i, d in enumerate(dims):
-                    expanded[d] = src.aval.shape[i]
-                self.expand_of[eqn.outvars[0]] = (src, tuple(expanded))
         kind = self._kind
         for v in eqn.outvars:
             if type(v) is not Var:

@@ -104,7 +104,7 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     axes = tuple(range(2, 2 + nsp))
     g, b = feature_group_count, batch_group_count
     groups = g * b  # at most one of them exceeds 1
-    (n, c), (o, i), kernel = x.shape[:2], w.shape[:2], w.shape[2:]
+    n, (o, i), kernel = x.shape[0], w.shape[:2], w.shape[2:]
     nb, og = n // b, o // groups
     x = pad_dilate(x, axes, padding, lhs_dilation, 0)
     out_sp = _out_sizes(x, axes, kernel, window_strides, rhs_dilation)

@@ -225,6 +225,8 @@ def _broadcast_in_dim(g, eqn, args):
     for i, d in enumerate(dims):
         expanded[d] = in_shape[i]
     g.view_of(eqn, 0)
+    if list(dims) == sorted(dims):  # the source's axes keep their order
+        g.broadcast_of(eqn, expanded)
     x = args[0]
     if tuple(expanded) != in_shape:
         x = f"np.reshape({x}, {tuple(expanded)})"
