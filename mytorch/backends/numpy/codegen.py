@@ -12,9 +12,10 @@
 Variables are locals, scalar literals are inlined, constants (and the ufuncs, as
 `np_<name>`) are module globals of the generated code, and each primitive is one NumPy call
 where an emitter exists (emitters.py), else a call of its eager kernel. Buffers are
-tracked so that a dead intermediate (one that nothing else views) is written again through `out=`, in place when an elementwise op's
-operand dies at that op; donated inputs that nothing else references join that pool.
-Reshapes, transposes, slices and broadcasts are NumPy views.
+tracked so that a dead intermediate (one that nothing else views) is written again through
+`out=`, in place when an elementwise op's operand dies at that op; donated inputs that
+nothing else references join that pool. Reshapes, transposes, slices and broadcasts are
+NumPy views.
 """
 
 import functools
