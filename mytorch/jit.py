@@ -412,12 +412,14 @@ def _warn_unrolled(closed):
 
 
 def _user_stacklevel():
-    """The stacklevel of the first frame outside mytorch (for warnings)."""
+    """The stacklevel of the first frame outside mytorch (for warnings): the frames
+    `source_info.user_frame` skips."""
     import sys
 
+    from mytorch.core.source_info import _SKIP_PREFIXES
+
     frame, level = sys._getframe(1), 1
-    while frame is not None and "mytorch" in frame.f_code.co_filename.replace("\\", "/") \
-            .split("/site-packages/")[-1].split("/tests/")[0]:
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIP_PREFIXES):
         frame, level = frame.f_back, level + 1
     return level
 
