@@ -17,7 +17,7 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr, sub_jaxprs
+from mytorch.core.jaxpr import ClosedJaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
@@ -212,32 +212,12 @@ def _everything_saveable(prim, *avals, **params):
 _splits = _cache()
 
 
-def _must_run(jaxpr):
-    """Whether splitting `jaxpr` needs running part of it: an equation (here or in a called
-    jaxpr) whose primitive splits itself only by executing (while_loop's reverse mode)."""
-    for eqn in jaxpr.eqns:
-        rules = eqn.primitive.rules
-        if "partial_eval" in rules and "partial_eval_jaxpr" not in rules:
-            return True
-        if any(_must_run(getattr(j, "jaxpr", j)) for j in sub_jaxprs(eqn.params)):
-            return True
-    return False
-
-
-_runs = _cache()
-
-
 def _jit_partial_eval(trace, args, params):
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return jit_p.bind(*args, **params)
-    if _runs.get_or(id(jaxpr), lambda: (jaxpr, _must_run(jaxpr)))[1]:
-        # e.g. a while_loop differentiated in reverse: evaluate the body here, equation by
-        # equation, so that its own rule can run the loop (the known part is not compiled)
-        return eval_jaxpr(jaxpr, [], *args)
-
     def make():
         return (jaxpr, *partial_eval_jaxpr(jaxpr, list(unknowns), _everything_saveable))
 

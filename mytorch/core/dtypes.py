@@ -79,7 +79,10 @@ _JOIN_CACHE = {}
 
 def short_name(dtype):
     """`f32`-style name used in avals and error messages."""
-    return _SHORT_NAMES.get(np.dtype(dtype), str(dtype))
+    d = np.dtype(dtype)
+    if d == object:  # only a while loop's residual tape has this type (mytorch.lax.tape)
+        return "tape"
+    return _SHORT_NAMES.get(d, str(dtype))
 
 
 def is_float(dtype):

@@ -138,6 +138,8 @@ def _var_name(i):
 
 def _literal_str(lit):
     v = np.asarray(lit.val)
+    if v.dtype == object:  # a while loop's residual tape (mytorch.lax.tape)
+        return f"<tape>:{lit.aval.str_short()}"
     if v.size != 1:
         return f"{np.array2string(v, separator=',')}:{lit.aval.str_short()}"
     if v.dtype == np.bool_:

@@ -31,12 +31,13 @@ from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import Tracer, aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
 from mytorch.lax._utils import asarray
+from mytorch.lax.tape import as_array
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop"]
+__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop", "transpose_body"]
 
 
 # ---- the user-facing functions -----------------------------------------------------------
@@ -270,18 +271,18 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     if body is not None:
         outs = scan_loop(body, num_consts, num_carry, length, reverse, y_specs,
                          *[np.asarray(a) for a in args])
-        return [from_numpy(np.asarray(o, a.dtype)) for o, a in zip(outs[:num_carry], out_avals)
-                ] + [from_numpy(y) for y in outs[num_carry:]]
+        return [as_array(o, a) for o, a in zip(outs[:num_carry], out_avals)
+                ] + [as_array(y) for y in outs[num_carry:]]
     consts, carry, xs = _groups(args, num_consts, num_carry)
     xs_np = [np.asarray(x) for x in xs]
     ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
     for i in _steps(length, reverse):
-        outs = eval_jaxpr(jaxpr, [], *consts, *carry, *[from_numpy(x[i]) for x in xs_np])
+        outs = eval_jaxpr(jaxpr, [], *consts, *carry, *[as_array(x[i]) for x in xs_np])
         carry = list(outs[:num_carry])
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = np.asarray(y)
     carry = [from_numpy(np.asarray(c)) if c.weak_type else c for c in carry]  # strong
-    return [*carry, *[from_numpy(y) for y in ys]]
+    return [*carry, *[as_array(y) for y in ys]]
 
 
 # ---- forward mode ------------------------------------------------------------------------
@@ -491,24 +492,16 @@ scan_p.def_rule("partial_eval", _scan_partial_eval)
 scan_p.def_rule("partial_eval_jaxpr", _scan_partial_eval_jaxpr)
 
 
-def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    """A scan in the opposite direction over the non-linear (residual) operands: it carries
-    the carry cotangent and accumulates the cotangents of the linear consts."""
-    consts, init, xs = _groups(args, num_consts, num_carry)
-    # every carry of a linear scan is linear; one with a known value (a zero tangent that
-    # was instantiated) just gets no cotangent
-    init_lin = [is_undefined(c) for c in init]
-    c_lin = [is_undefined(c) for c in consts]
-    x_lin = [is_undefined(x) for x in xs]
-    res_c = [c for c, lin in zip(consts, c_lin) if not lin]
-    res_x = [x for x, lin in zip(xs, x_lin) if not lin]
-    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
-    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
-    ct_carry, ct_ys = [instantiate(c) for c in cts[:num_carry]], [
-        instantiate(c) for c in cts[num_carry:]]
+def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carry_avals):
+    """The body of a linear scan's transpose, in scan layout: (residual consts, linear
+    consts' cotangent sums, carry cotangents, residual xs, ys cotangents) -> (new sums,
+    carry cotangents, linear xs' cotangents). `c_lin`/`x_lin` flag the linear consts and
+    xs; every carry is linear. Returns (jaxpr, captured consts)."""
     body_in = [v.aval for v in jaxpr.invars]
-    _, _, x_avals = _groups(body_in, num_consts, num_carry)
-    n_rc, n_lc, n_rx = len(res_c), len(lin_c_avals), len(res_x)
+    c_avals, _, x_avals = _groups(body_in, num_consts, num_carry)
+    lin_c_avals = [a for a, lin in zip(c_avals, c_lin) if lin]
+    n_rc, n_lc = len(res_c_avals), len(lin_c_avals)
+    n_rx = len(x_lin) - sum(x_lin)
     linear_in = [*c_lin, *[True] * num_carry, *x_lin]
 
     def body(*a):
@@ -526,13 +519,33 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
         return [*new_acc, *[instantiate(t) for t in k_ct],
                 *[instantiate(t) for t, lin in zip(x_ct, x_lin) if lin]]
 
-    in_avals = ([aval_of(c) for c in res_c] + lin_c_avals + carry_avals
+    in_avals = (list(res_c_avals) + lin_c_avals + list(carry_avals)
                 + [a for a, lin in zip(x_avals, x_lin) if not lin]
                 + [v.aval for v in jaxpr.outvars[num_carry:]])
-    t_jaxpr, t_consts = trace_closed_over(body, in_avals, "scan_transpose")
+    return trace_closed_over(body, in_avals, "scan_transpose")
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    """A scan in the opposite direction over the non-linear (residual) operands: it carries
+    the carry cotangent and accumulates the cotangents of the linear consts."""
+    consts, init, xs = _groups(args, num_consts, num_carry)
+    # every carry of a linear scan is linear; one with a known value (a zero tangent that
+    # was instantiated) just gets no cotangent
+    init_lin = [is_undefined(c) for c in init]
+    c_lin = [is_undefined(c) for c in consts]
+    x_lin = [is_undefined(x) for x in xs]
+    res_c = [c for c, lin in zip(consts, c_lin) if not lin]
+    res_x = [x for x, lin in zip(xs, x_lin) if not lin]
+    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
+    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
+    ct_carry, ct_ys = [instantiate(c) for c in cts[:num_carry]], [
+        instantiate(c) for c in cts[num_carry:]]
+    t_jaxpr, t_consts = transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin,
+                                       [aval_of(c) for c in res_c], carry_avals)
+    n_lc = len(lin_c_avals)
     acc0 = [zeros(a) for a in lin_c_avals]
     outs = scan_p.bind(*t_consts, *res_c, *acc0, *ct_carry, *res_x, *ct_ys, jaxpr=t_jaxpr,
-                       num_consts=len(t_consts) + n_rc, num_carry=n_lc + num_carry,
+                       num_consts=len(t_consts) + len(res_c), num_carry=n_lc + num_carry,
                        length=length, reverse=not reverse, unroll=unroll)
     ct_consts_it = iter(outs[:n_lc])
     ct_init = outs[n_lc:n_lc + num_carry]

@@ -56,13 +56,16 @@ def _carry_mismatch(what, in_tree, in_avals, out_tree, out_avals, info):
         f"  {what} output: {_describe(out_tree, out_avals)}")
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun, body_fun, init_val, *, checkpoint_every=None):
     """Repeat `val = body_fun(val)` while `cond_fun(val)` is true; return the final `val`.
 
     Args:
       cond_fun: carry -> scalar bool array.
       body_fun: carry -> carry, of the same tree structure, shapes and dtypes.
       init_val: a pytree of arrays (the initial carry).
+      checkpoint_every: for reverse mode, keep only every k-th carry and recompute the
+        other iterations' residuals segment by segment in the backward pass (memory
+        O(N/k + k) instead of O(N) for N iterations); None keeps every iteration's.
 
     Returns:
       The final carry (same structure, shapes and dtypes as `init_val`).
@@ -72,6 +75,11 @@ def while_loop(cond_fun, body_fun, init_val):
       not return a scalar bool.
     """
     info = user_frame()
+    if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
+                                         or isinstance(checkpoint_every, bool)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"while_loop: checkpoint_every must be a positive int or None, got "
+                         f"{checkpoint_every!r}{_at(info)}")
     leaves, in_tree = tree_util.tree_flatten(init_val)
     leaves = [asarray(x) for x in leaves]
     avals = [aval_of(x) for x in leaves]
@@ -101,7 +109,7 @@ def while_loop(cond_fun, body_fun, init_val):
         raise _carry_mismatch("body_fun", in_tree, avals, store["tree"], out_avals, info)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
-                        body_nconsts=len(body_consts))
+                        body_nconsts=len(body_consts), checkpoint_every=checkpoint_every)
     return tree_util.tree_unflatten(in_tree, outs)
 
 
@@ -113,7 +121,8 @@ def _split(args, cond_nconsts, body_nconsts):
 
 
 @while_p.def_abstract_eval
-def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
+                         checkpoint_every):
     _, _, carry = _split(avals, cond_nconsts, body_nconsts)
     pred = [v.aval for v in cond_jaxpr.outvars]
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
@@ -129,7 +138,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 
 @while_p.def_impl
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, checkpoint_every):
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(eval_jaxpr(cond_jaxpr, [], *cc, *carry)[0])):
         carry = eval_jaxpr(body_jaxpr, [], *bc, *carry)
@@ -186,7 +195,8 @@ def _with_unused(jaxpr, extra_avals):
     return Jaxpr([], invars, jaxpr.eqns, jaxpr.outvars, jaxpr.debug_name)
 
 
-def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
+               checkpoint_every):
     cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
     _, bc_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
     nz_consts = [type(t) is not Zero and is_differentiable(aval_of(p))
@@ -201,7 +211,7 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_
     body_consts = [*consts, *bc, *[t for t, nz in zip(bc_t, nz_consts) if nz]]
     outs = while_p.bind(*cc, *body_consts, *carry, *carry_dots, cond_jaxpr=new_cond,
                         body_jaxpr=jaxpr, cond_nconsts=cond_nconsts,
-                        body_nconsts=len(body_consts))
+                        body_nconsts=len(body_consts), checkpoint_every=checkpoint_every)
     n = len(carry)
     dots = iter(outs[n:])
     t_out = [next(dots) if nz else Zero(tangent_aval(aval_of(p)))
@@ -263,7 +273,8 @@ def _masked(pred, new, old):
     return out
 
 
-def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
+                    checkpoint_every):
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     cc_dims, bc_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
     batched, pred_batched = _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims,
@@ -294,7 +305,8 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
                                       "while_body_vmap")
     outs = while_p.bind(*cj_consts, *cc, *bj_consts, *body_in, *carry, cond_jaxpr=cj,
                         body_jaxpr=bj, cond_nconsts=len(cj_consts) + n_cc,
-                        body_nconsts=len(bj_consts) + len(body_in))
+                        body_nconsts=len(bj_consts) + len(body_in),
+                        checkpoint_every=checkpoint_every)
     return outs, cdims
 
 
@@ -302,37 +314,54 @@ while_p.def_batching(_while_batching)
 
 
 # ---- reverse mode --------------------------------------------------------------------------
-# Linearize splits a `while` with unknown (tangent) carries: the known loop runs now on the
-# parent trace, so its trip count N is found by running it, and each iteration's residuals
-# are kept; the tangent part is staged as a `scan` of N steps over the stacked residuals,
-# which transposes (a reversed scan), differentiates again and compiles like any scan.
+# Linearize splits a `while` with unknown (tangent) carries into a known loop, which also
+# yields each iteration's residual rows, and a tangent step over those rows. When the known
+# operands are concrete (eager grad) the known loop runs now on the parent trace, so its
+# trip count N is found by running it; the tangent part is staged as a `scan` of N steps
+# over the stacked rows, which transposes, differentiates again and compiles like any scan.
+# Otherwise (under jit, nested in a cond/scan body, or with `checkpoint_every`) the known
+# loop is a `while_tape` pushing its rows on a run-time tape and the tangent part is a
+# `tape_scan` over it (see while_tape.py).
 def _everything(prim, *avals, **params):
     return True
 
 
+def _concrete(x):
+    """Whether the value of `x` (of some trace, possibly batched or carrying a tangent) is
+    known now, i.e. a loop over it can be run while tracing."""
+    from mytorch.core.trace import Tracer
+
+    while isinstance(x, Tracer):
+        inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
+        inner = getattr(x, "primal", None) if inner is None else inner
+        if inner is None:
+            return x.concrete_value() is not None
+        x = inner
+    return True
+
+
 def _host_any(p):
-    """Whether any element of the predicate `p` (a value of some trace, possibly batched)
-    is true, read on the host; None when it is not known now (e.g. staged under jit)."""
-    from mytorch.core.array import ArrayImpl
+    """Whether any element of the concrete predicate `p` (possibly batched) is true."""
     from mytorch.core.trace import Tracer
 
     while isinstance(p, Tracer):
-        inner = getattr(p, "val", None)  # a batch tracer: the whole batch, one level down
+        inner = getattr(p, "val", None)
         inner = getattr(p, "primal", None) if inner is None else inner
-        if inner is None:
-            v = p.concrete_value()
-            return None if v is None else bool(np.any(v))
-        p = inner
-    if isinstance(p, ArrayImpl):
-        return bool(np.any(np.asarray(p)))
-    return bool(np.any(p))
+        p = p.concrete_value() if inner is None else inner
+    return bool(np.any(np.asarray(p)))
 
 
-def _split_body(body_jaxpr, bc_uk, carry_uk):
+def _split_body(body_jaxpr, n_bc, bc_uk, carry_uk):
     """Partially evaluate the body for unknown consts/carries, growing the unknown carries
-    to a fixpoint. Returns (known, staged, carry_uk, num_res): known maps known consts and
-    carries to the known carries' outputs + residuals; staged maps residuals + unknown
-    consts + unknown carries to the unknown carries' outputs."""
+    to a fixpoint.
+
+    Returns (known, staged, carry_uk, const_res, n_rows):
+      known:  known consts + known carries -> known carries' outputs + the n_rows residual
+              rows of an iteration;
+      staged: const residuals + rows + unknown consts + unknown carries -> unknown carries'
+              outputs, where the const residuals are the known consts at `const_res`
+              (indices among the known consts: passed once, not stacked per iteration).
+    """
     from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
     while True:
@@ -348,17 +377,47 @@ def _split_body(body_jaxpr, bc_uk, carry_uk):
     for uk_in, uk_out in zip(carry_uk, out_uk):
         if not uk_out:
             (forced if uk_in else known_carry).append(next(outs))
-    known = Jaxpr([], known.invars, known.eqns, [*known_carry, *res, *forced], "while_known")
+    n_kbc = n_bc - sum(bc_uk)
+    const_pos = {v: i for i, v in enumerate(known.invars[:n_kbc])}
+    res_in = staged.invars[:nres]
+    is_const = [type(v) is Var and v in const_pos for v in res]
+    const_res = [const_pos[v] for v, c in zip(res, is_const) if c]
+    rows = [v for v, c in zip(res, is_const) if not c] + forced
+    known = Jaxpr([], known.invars, known.eqns, [*known_carry, *rows], "while_known")
     forced_in = [Var(v.aval) for v in forced]
     staged_outs, forced_it = iter(staged.outvars), iter(forced_in)
     outvars = [next(staged_outs) if uk_out else next(forced_it)
                for uk_in, uk_out in zip(carry_uk, out_uk) if uk_in]
-    invars = [*staged.invars[:nres], *forced_in, *staged.invars[nres:]]
+    invars = [*[v for v, c in zip(res_in, is_const) if c],
+              *[v for v, c in zip(res_in, is_const) if not c], *forced_in,
+              *staged.invars[nres:]]
     staged = Jaxpr([], invars, staged.eqns, outvars, "while_staged")
-    return known, staged, carry_uk, nres + len(forced)
+    return known, staged, carry_uk, const_res, len(rows)
 
 
-def _run_known(cond, body, cc, bc, carry, info):
+def _step(staged, n_const, n_rows):
+    """The staged part in scan layout: (const residuals, unknown consts, carries, rows) ->
+    carries (the same equations, inputs reordered)."""
+    v = staged.invars
+    rows, rest = v[n_const:n_const + n_rows], v[n_const + n_rows:]
+    return Jaxpr([], [*v[:n_const], *rest, *rows], staged.eqns, staged.outvars, "while_step")
+
+
+def _masked_step(step, n_carry_at, n_carry):
+    """`step` with a last input, a predicate: false keeps the carries (at positions
+    n_carry_at..). Returns (jaxpr, captured consts)."""
+    from mytorch.lax.elementwise import select_n
+
+    def fun(*xs):
+        new = eval_jaxpr(step, [], *xs[:-1])
+        return [select_n(xs[-1], old, x)
+                for old, x in zip(xs[n_carry_at:n_carry_at + n_carry], new)]
+
+    avals = [v.aval for v in step.invars] + [ShapedArray((), np.dtype(np.bool_))]
+    return trace_closed_over(fun, avals, "while_step")
+
+
+def _run_known(cond, body, cc, bc, carry):
     """Run the known loop under the current trace; returns (final carries, residual rows
     per iteration, predicates per iteration). Each finished batch element keeps its carry."""
     from mytorch.core.array import ArrayImpl
@@ -367,15 +426,7 @@ def _run_known(cond, body, cc, bc, carry, info):
     rows, preds, n = [], [], len(carry)
     while True:
         p = eval_jaxpr(cond, [], *cc, *carry)[0]
-        go = _host_any(p)
-        if go is None:
-            raise TypeError(
-                "while_loop: reverse-mode differentiation needs the loop's trip count, which "
-                f"is only known by running it{_at(info)}; under jit(grad(...)) the loop is "
-                "staged and its trip count is unknown. Take the gradient outside jit (keep "
-                "the while_loop out of jitted functions), or use lax.fori_loop/lax.scan "
-                "with a static trip count.")
-        if not go:
+        if not _host_any(p):
             return carry, rows, preds
         outs = eval_jaxpr(body, [], *bc, *carry)
         new = outs[:n]
@@ -397,69 +448,109 @@ def _stack(values, aval):
     return concatenate([expand_dims(v, (0,)) for v in values], 0)
 
 
-def _scan_step(staged, nres, n_bc, masked):
-    """The tangent step as a scan body: (captured consts, unknown consts, carries, residual
-    rows[, predicate row]) -> carries. With `masked` (a batched predicate), an element whose
-    predicate row is false keeps its carry. Returns (jaxpr, captured consts)."""
-    from mytorch.lax.elementwise import select_n
+class _Split:
+    """A `while` equation's operands and jaxprs split for linearize (see _split_body)."""
 
-    n_rows = nres + (1 if masked else 0)
+    def __init__(self, params, unknowns):
+        ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
+        self.cc_uk, self.bc_uk, carry_uk = _split(unknowns, ncc, nbc)
+        self.known, self.staged, self.carry_uk, self.const_res, self.n_rows = _split_body(
+            params["body_jaxpr"], nbc, self.bc_uk, carry_uk)
+        cond = params["cond_jaxpr"]
+        used = {v for e in cond.eqns for v in e.invars} | set(cond.outvars)
+        self.pred_unknown = any(self.cc_uk) or any(
+            u and v in used for u, v in zip(self.carry_uk, cond.invars[ncc:]))
+        self.cond = Jaxpr([], [*cond.invars[:ncc], *[
+            v for v, u in zip(cond.invars[ncc:], self.carry_uk) if not u]], cond.eqns,
+            cond.outvars, "cond")
+        self.step = _step(self.staged, len(self.const_res), self.n_rows)
+        self.ncc, self.nbc = ncc, nbc
 
-    def step(*xs):
-        rest, rows = xs[:len(xs) - n_rows], xs[len(xs) - n_rows:]
-        new = eval_jaxpr(staged, [], *rows[:nres], *rest)
-        if not masked:
-            return new
-        return [select_n(rows[nres], old, x) for old, x in zip(rest[n_bc:], new)]
+    def operands(self, args):
+        """(cond consts, known body consts, known carries, const residuals, unknown body
+        consts, unknown carries) among `args` (values or variables)."""
+        cc, bc, carry = _split(args, self.ncc, self.nbc)
+        known_bc = [x for x, u in zip(bc, self.bc_uk) if not u]
+        return (cc, known_bc, [x for x, u in zip(carry, self.carry_uk) if not u],
+                [known_bc[i] for i in self.const_res], [x for x, u in zip(bc, self.bc_uk) if u],
+                [x for x, u in zip(carry, self.carry_uk) if u])
 
-    avals = [v.aval for v in staged.invars]
-    pred = [ShapedArray((), np.dtype(np.bool_))] if masked else []
-    return trace_closed_over(step, [*avals[nres:], *avals[:nres], *pred], "while_step")
+    def tape_params(self, every):
+        from mytorch.lax.while_tape import tape_scan_p, while_tape_p
+
+        fwd = dict(cond_jaxpr=self.cond, body_jaxpr=self.known, cond_nconsts=self.ncc,
+                   body_nconsts=self.nbc - sum(self.bc_uk),
+                   num_carry=len(self.carry_uk) - sum(self.carry_uk), batch_shape=(),
+                   every=every)
+        lin = dict(jaxpr=self.step, num_consts=len(self.const_res) + sum(self.bc_uk),
+                   num_carry=sum(self.carry_uk), reverse=False, batch_shape=())
+        return while_tape_p, fwd, tape_scan_p, lin
+
+    def merge(self, known, staged):
+        known_it, staged_it = iter(known), iter(staged)
+        return [next(staged_it) if u else next(known_it) for u in self.carry_uk]
 
 
 def _while_partial_eval(trace, args, params):
     from mytorch.core.array import ArrayImpl
     from mytorch.core.staging import StagingTrace
     from mytorch.core.trace import set_current_trace
+    from mytorch.lax.scan import scan_p
 
-    ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
     unknowns = [trace.is_unknown(x) for x in args]
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return while_p.bind(*args, **params)
-    cc, bc, carry = _split(args, ncc, nbc)
-    cc_uk, bc_uk, carry_uk = _split(unknowns, ncc, nbc)
-    known, staged, carry_uk, nres = _split_body(params["body_jaxpr"], bc_uk, carry_uk)
-    cond = params["cond_jaxpr"]
-    used = {v for e in cond.eqns for v in e.invars} | set(cond.outvars)
-    if any(cc_uk) or any(u and v in used for u, v in zip(carry_uk, cond.invars[ncc:])):
-        # the predicate itself is unknown: stage the whole loop (not transposable)
+    sp = _Split(params, unknowns)
+    if sp.pred_unknown:  # the predicate itself is unknown: stage the whole loop
         return StagingTrace.process_primitive(trace, while_p, args, params)
-    kcond = Jaxpr([], [*cond.invars[:ncc], *[v for v, u in zip(cond.invars[ncc:], carry_uk)
-                                             if not u]], cond.eqns, cond.outvars, "cond")
-    known_carry = [x for x, u in zip(carry, carry_uk) if not u]
-    known_bc = [x for x, u in zip(bc, bc_uk) if not u]
-    res_avals = [v.aval for v in staged.invars[:nres]]
+    cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
+    every = params["checkpoint_every"]
+    if every is not None or not all(map(_concrete, [*cc, *kbc, *kcarry])):
+        fwd_p, fwd, lin_p, lin = sp.tape_params(every)
+        with set_current_trace(trace.parent):
+            *final, tape = fwd_p.bind(*cc, *kbc, *kcarry, **fwd)
+        outs = StagingTrace.process_primitive(trace, lin_p, [tape, *const_res, *ubc, *inits],
+                                              lin)
+        return sp.merge(final, outs)
+    row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
     with set_current_trace(trace.parent):
-        final, rows, preds = _run_known(kcond, known, cc, known_bc, known_carry,
-                                        user_frame())
-        stacked = [_stack([r[j] for r in rows], a) for j, a in enumerate(res_avals)]
+        final, rows, preds = _run_known(sp.cond, sp.known, cc, kbc, kcarry)
+        stacked = [_stack([r[j] for r in rows], a) for j, a in enumerate(row_avals)]
         masked = any(type(p) is not ArrayImpl for p in preds)
         if masked:
             stacked.append(_stack(preds, ShapedArray((), np.dtype(np.bool_))))
-    uk_bc = [x for x, u in zip(bc, bc_uk) if u]
-    inits = [x for x, u in zip(carry, carry_uk) if u]
-    # the tangent loop has a known trip count: it is a scan over the stacked residuals
-    # (so it transposes, differentiates again, batches and compiles as a scan does)
-    from mytorch.lax.scan import scan_p
-
-    body, step_consts = _scan_step(staged, nres, len(uk_bc), masked)
+    # the tangent loop has a known trip count: a scan over the stacked rows (so it
+    # transposes, differentiates again, batches and compiles as a scan does)
+    n_consts = len(const_res) + len(ubc)
+    step, step_consts = ((sp.step, []) if not masked else
+                         _masked_step(sp.step, n_consts, len(inits)))
     outs = StagingTrace.process_primitive(
-        trace, scan_p, [*step_consts, *uk_bc, *inits, *stacked],
-        dict(jaxpr=body, num_consts=len(step_consts) + len(uk_bc), num_carry=len(inits),
+        trace, scan_p, [*step_consts, *const_res, *ubc, *inits, *stacked],
+        dict(jaxpr=step, num_consts=len(step_consts) + n_consts, num_carry=len(inits),
              length=len(rows), reverse=False, unroll=1))
-    known_it, staged_it = iter(final), iter(outs)
-    return [next(staged_it) if u else next(known_it) for u in carry_uk]
+    return sp.merge(final, outs)
+
+
+def _while_partial_eval_jaxpr(eqn, unknowns, saveable):
+    """A `while` nested in a jaxpr being split (under jit, or in a cond/scan/checkpoint
+    body): a `while_tape` equation (known) and a `tape_scan` equation reading its tape."""
+    sp = _Split(eqn.params, unknowns)
+    if sp.pred_unknown:
+        return None
+    cc, kbc, kcarry, const_res, ubc, inits = sp.operands(eqn.invars)
+    fwd_p, fwd, lin_p, lin = sp.tape_params(eqn.params["checkpoint_every"])
+    from mytorch.lax.tape import tape_aval
+
+    tape = Var(tape_aval())
+    known_out = [v for v, u in zip(eqn.outvars, sp.carry_uk) if not u]
+    known_eqn = eqn.replace(primitive=fwd_p, invars=[*cc, *kbc, *kcarry],
+                            outvars=[*known_out, tape], params=fwd)
+    staged_eqn = eqn.replace(primitive=lin_p, invars=[tape, *const_res, *ubc, *inits],
+                             outvars=[v for v, u in zip(eqn.outvars, sp.carry_uk) if u],
+                             params=lin)
+    return known_eqn, staged_eqn, list(sp.carry_uk)
 
 
 while_p.def_rule("partial_eval", _while_partial_eval)
+while_p.def_rule("partial_eval_jaxpr", _while_partial_eval_jaxpr)

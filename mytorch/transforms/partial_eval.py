@@ -82,8 +82,9 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
     for eqn in jaxpr.eqns:
         ins_unknown = [type(v) is Var and v in unknown for v in eqn.invars]
         split = eqn.primitive.rules.get("partial_eval_jaxpr") if any(ins_unknown) else None
-        if split is not None:  # a nested call (jit, checkpoint): split its own jaxpr
-            known_eqn, staged_eqn, outs_unknown = split(eqn, ins_unknown, saveable)
+        parts = split(eqn, ins_unknown, saveable) if split is not None else None
+        if parts is not None:  # a nested call (jit, checkpoint): split its own jaxpr
+            known_eqn, staged_eqn, outs_unknown = parts
             known_eqns.append(known_eqn)
             producer.update((v, known_eqn) for v in known_eqn.outvars if type(v) is Var)
             unknown_eqns.append(staged_eqn)

@@ -507,6 +507,24 @@ def _while(draw, dts):
     return f, [_floats(draw, dts)]
 
 
+def _while_grad(draw, dts):
+    """Reverse mode of a while loop: jitted it records on a tape (while_tape) and reads it
+    back (tape_scan); eagerly the residuals are stacked. A batched variant too."""
+    every = draw(st.sampled_from([None, 1, 2]))
+
+    def f(x):
+        c = lax.while_loop(lambda c: c[1] < 3, _while_body, (x, 0), checkpoint_every=every)
+        return mnp.sum(c[0] * c[0])
+
+    def per_element(x):  # a scalar: under vmap each element stops at its own trip count
+        c = lax.while_loop(lambda c: (c[1] < 4) & (mnp.abs(c[0]) < 1.5), _while_body,
+                           (x, 0), checkpoint_every=every)
+        return c[0] * c[0]
+
+    batched = lambda x: mt.vmap(mt.grad(per_element))(mnp.reshape(x, (-1,)))  # noqa: E731
+    return draw(st.sampled_from([mt.grad(f), batched])), [_floats(draw, dts)]
+
+
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -528,7 +546,7 @@ CASES = {
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
     "custom_lin": [_custom_lin], "jit": [_jit], "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
-    "while": [_while],
+    "while": [_while], "while_tape": [_while_grad], "tape_scan": [_while_grad],
 }
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]

@@ -3,6 +3,7 @@
 from mytorch.backends.numpy import (  # noqa: F401
     control_flow_cond,
     control_flow_scan,
+    control_flow_tape,
     control_flow_while,
     convolution,
     dot,

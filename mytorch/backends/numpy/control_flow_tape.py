@@ -1,0 +1,38 @@
+"""NumPy jit lowering of `while_tape` and `tape_scan` (a while loop's reverse mode with a
+run-time trip count): their jaxprs are compiled once into their own generated functions
+and runtime helpers loop over them, pushing rows onto the tape or reading them back."""
+
+from mytorch.backends.numpy.emitters import EMITTERS
+from mytorch.core.jaxpr import ClosedJaxpr
+from mytorch.lax.tape import run_while_tape
+from mytorch.lax.while_tape import _n_rows, run_tape_scan, tape_scan_p, while_tape_p
+
+
+def _emit_while_tape(g, eqn, args):
+    """`run_while_tape(cond, body, ...)`: the final carries and the tape buffer."""
+    p = eqn.params
+    cond_fn = g.subfunction(p["cond_jaxpr"], name="while_tape_cond")
+    body_fn = g.subfunction(p["body_jaxpr"], name="while_tape_body")
+    helper = g.hoist(run_while_tape, "while_tape")
+    g.fresh(eqn)
+    return (f"{helper}({cond_fn}, {body_fn}, {p['cond_nconsts']}, {p['body_nconsts']}, "
+            f"{p['num_carry']}, {tuple(p['batch_shape'])!r}, {p['every']!r}, "
+            f"[{', '.join(args)}])")
+
+
+def _emit_tape_scan(g, eqn, args):
+    """`run_tape_scan(step, ...)`: the final carries."""
+    from mytorch.transforms.optimize import optimize
+
+    p = eqn.params
+    body = optimize(ClosedJaxpr(p["jaxpr"], []))
+    step = g.subfunction(body.jaxpr, body.consts, "tape_scan_step")
+    helper = g.hoist(run_tape_scan, "tape_scan")
+    n_rows = _n_rows(p["jaxpr"], p["num_consts"], p["num_carry"], p["batch_shape"])
+    g.fresh(eqn)
+    return (f"{helper}({step}, {p['num_consts']}, {p['reverse']}, "
+            f"{tuple(p['batch_shape'])!r}, {n_rows}, [{', '.join(args)}])")
+
+
+EMITTERS[while_tape_p] = _emit_while_tape
+EMITTERS[tape_scan_p] = _emit_tape_scan

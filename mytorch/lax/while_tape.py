@@ -1,0 +1,253 @@
+"""`while_tape` and `tape_scan`: reverse mode of a while loop whose trip count is only known
+when the program runs (the loop is staged under jit, or nested in a cond/scan body).
+
+    final carries, tape = while_tape(cond consts, body consts, carries)   # known part
+    tangent carries = tape_scan(tape, consts, tangent carries)            # linear part
+
+`while_tape`'s body maps (body consts, carries) to (carries, residual rows[, mask]); each
+iteration pushes its rows on the tape (`mytorch.lax.tape`). `tape_scan` is a scan whose xs
+are the tape's rows, read in order (or reversed): its `jaxpr` maps (consts, carries, rows
+[, mask]) to carries. Its transpose is a `tape_scan` in the opposite direction over the
+same tape, so `jit(grad(f))` of a `while_loop` runs the forward loop once, recording, and
+the backward loop once over the records. `batch_shape` is the shape of the tape operand:
+() for one loop; under vmap the loop runs once for the whole batch, and each step's rows
+carry the batch axes in front, followed by the mask of elements still running.
+
+Differentiating these again (jit(grad(grad(f)))) is not supported: the rows are values of
+the forward pass on a host-side tape, not differentiable arrays; the JVP of `while_tape`
+says so rather than dropping their derivatives.
+"""
+
+import numpy as np
+
+from mytorch.core.ad_util import Zero, instantiate, is_differentiable
+from mytorch.core.aval import ShapedArray
+from mytorch.core.jaxpr import Jaxpr, eval_jaxpr
+from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import where
+from mytorch.core.trace import aval_of
+from mytorch.lax._batching import bdim_at_front, not_mapped
+from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
+from mytorch.transforms.batching import batch_flat
+from mytorch.transforms.closure import trace_closed_over
+
+__all__ = ["while_tape_p", "tape_scan_p", "run_tape_scan"]
+
+while_tape_p = Primitive("while_tape", multiple_results=True, kind="call")
+tape_scan_p = Primitive("tape_scan", multiple_results=True, kind="call")
+
+
+def _numpy_fn(jaxpr):
+    """`jaxpr` as a function of NumPy buffers returning a list of buffers: compiled by the
+    backend (cached), or evaluated equation by equation where it cannot be."""
+    from mytorch.lax.scan import _compiled_body
+
+    fn = _compiled_body(jaxpr)
+    if fn is not None:
+        return fn
+    return lambda *xs: [np.asarray(o._buf) for o in eval_jaxpr(jaxpr, [], *map(as_array, xs))]
+
+
+def run_tape_scan(step_fn, num_consts, reverse, batch_shape, n_rows, args):
+    """Run a `tape_scan` on NumPy buffers: `args` = (tape, *consts, *carries)."""
+    consts, carry = args[1:1 + num_consts], list(args[1 + num_consts:])
+    for rows in tape_steps(args[0], batch_shape, reverse, n_rows):
+        carry = step_fn(*consts, *carry, *rows)
+    return carry
+
+
+# ---- while_tape ------------------------------------------------------------------------------
+@while_tape_p.def_abstract_eval
+def _while_tape_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
+                              num_carry, batch_shape, every):
+    carry = avals[cond_nconsts + body_nconsts:]
+    return [a.strip_weak() for a in carry] + [tape_aval(batch_shape)]
+
+
+@while_tape_p.def_impl
+def _while_tape_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, num_carry,
+                     batch_shape, every):
+    bufs = [np.asarray(a._buf) for a in args]
+    outs = run_while_tape(_numpy_fn(cond_jaxpr), _numpy_fn(body_jaxpr), cond_nconsts,
+                          body_nconsts, num_carry, batch_shape, every, bufs)
+    avals = [v.aval for v in body_jaxpr.outvars[:num_carry]]
+    return [*[as_array(o, a) for o, a in zip(outs, avals)], as_array(outs[-1])]
+
+
+def _while_tape_jvp(primals, tangents, **params):
+    if any(type(t) is not Zero and is_differentiable(aval_of(p))
+           for p, t in zip(primals, tangents)):
+        raise TypeError(
+            "while_loop: the reverse-mode derivative of a while_loop whose trip count is only "
+            "known at run time (under jit, or inside cond/scan) cannot be differentiated "
+            "again: its residuals live on a host-side tape. Take the higher derivative "
+            "outside jit, where the loop runs eagerly (grad(grad(f)) works there), or use "
+            f"lax.fori_loop/lax.scan with a static trip count{where()}.")
+    outs = while_tape_p.bind(*primals, **params)
+    return outs, [Zero(aval_of(o)) for o in outs]
+
+
+while_tape_p.def_jvp(_while_tape_jvp)
+
+
+def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                         body_nconsts, num_carry, batch_shape, every):
+    """One loop for the whole batch: the carries are masked as in `while`'s batching, and
+    each step's rows get the batch axis in front, followed by the mask of elements that
+    ran the step."""
+    from mytorch.lax.structural import full
+    from mytorch.lax.while_loop import _batched_pred, _carry_dims, _masked, _split
+
+    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+    cc_dims, bc_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
+    carry_only = Jaxpr([], body_jaxpr.invars, body_jaxpr.eqns,
+                       body_jaxpr.outvars[:num_carry], "while_tape_carry")
+    batched, pred_batched = _carry_dims(axis, carry_only, cond_jaxpr, cc_dims, bc_dims,
+                                        carry_dims)
+    carry = [bdim_at_front(x, d, axis.size) if b else x
+             for x, d, b in zip(carry, carry_dims, batched)]
+    cdims = [0 if b else not_mapped for b in batched]
+    n_cc, n_bc, size = len(cc), len(bc), axis.size
+
+    def new_cond(*xs):
+        return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:], True)]
+
+    def new_body(*xs):
+        c, b, old = xs[:n_cc], xs[n_cc:n_cc + n_bc], list(xs[n_cc + n_bc:])
+        outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), [*b, *old],
+                              [*bc_dims, *cdims], axis, "while_tape_body")
+        new = [o if d is not_mapped and cd is not_mapped else bdim_at_front(o, d, size)
+               for o, d, cd in zip(outs[:num_carry], od, cdims)]
+        rows = [bdim_at_front(o, d, size) for o, d in zip(outs[num_carry:], od[num_carry:])]
+        if batch_shape:  # the inner mask, now per element of the new axis too
+            return [*new, *rows]
+        if not pred_batched:
+            return [*new, *rows, full((size,), True, np.dtype(np.bool_))]
+        pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
+        return [*_masked(pred, new, old), *rows, pred]
+
+    avals = [aval_of(x) for x in carry]
+    cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,
+                                      "while_tape_cond_vmap")
+    bj, bj_consts = trace_closed_over(new_body, [aval_of(x) for x in cc + bc] + avals,
+                                      "while_tape_body_vmap")
+    outs = while_tape_p.bind(*cj_consts, *cc, *bj_consts, *cc, *bc, *carry, cond_jaxpr=cj,
+                             body_jaxpr=bj, cond_nconsts=len(cj_consts) + n_cc,
+                             body_nconsts=len(bj_consts) + n_cc + n_bc, num_carry=num_carry,
+                             batch_shape=(size, *batch_shape), every=every)
+    return outs, [*cdims, 0]
+
+
+while_tape_p.def_batching(_while_tape_batching)
+
+
+# ---- tape_scan -----------------------------------------------------------------------------
+def _n_rows(jaxpr, num_consts, num_carry, batch_shape):
+    return len(jaxpr.invars) - num_consts - num_carry - (1 if batch_shape else 0)
+
+
+@tape_scan_p.def_abstract_eval
+def _tape_scan_abstract_eval(tape, *avals, jaxpr, num_consts, num_carry, reverse,
+                             batch_shape):
+    if tape.dtype != TAPE_DTYPE or tape.shape != tuple(batch_shape):
+        raise TypeError(f"tape_scan reads a tape of shape {tuple(batch_shape)}, got "
+                        f"{tape.str_short()}")
+    if len(avals) != num_consts + num_carry:
+        raise TypeError(f"tape_scan has {len(avals)} consts and carries, its step takes "
+                        f"{num_consts} + {num_carry}")
+    return [ShapedArray(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
+
+
+@tape_scan_p.def_impl
+def _tape_scan_impl(*args, jaxpr, num_consts, num_carry, reverse, batch_shape):
+    bufs = [np.asarray(a._buf) for a in args]
+    outs = run_tape_scan(_numpy_fn(jaxpr), num_consts, reverse, batch_shape,
+                         _n_rows(jaxpr, num_consts, num_carry, batch_shape), bufs)
+    return [as_array(o, v.aval) for o, v in zip(outs, jaxpr.outvars)]
+
+
+def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse,
+                         batch_shape):
+    """A tape_scan in the opposite direction over the same tape, carrying the carry
+    cotangents and summing the linear consts' cotangents."""
+    from mytorch.core.ad_util import is_undefined, zeros
+    from mytorch.lax.scan import transpose_body
+
+    consts, init = args[:num_consts], args[num_consts:]
+    c_lin = [is_undefined(c) for c in consts]
+    init_lin = [is_undefined(c) for c in init]
+    res_c = [c for c, lin in zip(consts, c_lin) if not lin]
+    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
+    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
+    n_xs = len(jaxpr.invars) - num_consts - num_carry
+    t_jaxpr, t_consts = transpose_body(jaxpr, num_consts, num_carry, c_lin, [False] * n_xs,
+                                       [aval_of(c) for c in res_c], carry_avals)
+    acc0 = [zeros(a) for a in lin_c_avals]
+    outs = tape_scan_p.bind(tape, *t_consts, *res_c, *acc0, *map(instantiate, cts),
+                            jaxpr=t_jaxpr, num_consts=len(t_consts) + len(res_c),
+                            num_carry=len(acc0) + num_carry, reverse=not reverse,
+                            batch_shape=batch_shape)
+    ct_consts = iter(outs[:len(acc0)])
+    ct_init = outs[len(acc0):]
+    return [None, *[next(ct_consts) if lin else None for lin in c_lin],
+            *[ct if lin else None for ct, lin in zip(ct_init, init_lin)]]
+
+
+tape_scan_p.def_transpose(_tape_scan_transpose)
+
+
+def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, reverse,
+                        batch_shape):
+    """An unbatched tape: the step is batched like a scan body over unbatched xs. A batched
+    tape (a vectorised loop's): the rows and the mask gain the batch axis in front, every
+    carry is batched, and an element keeps its carry at steps it did not run."""
+    from mytorch.lax.scan import _batch_body
+    from mytorch.lax.while_loop import _masked
+
+    tape, (tape_dim, *rest_dims) = args[0], dims
+    consts, carry = list(args[1:1 + num_consts]), list(args[1 + num_consts:])
+    c_dims, k_dims = rest_dims[:num_consts], rest_dims[num_consts:]
+    n_xs = len(jaxpr.invars) - num_consts - num_carry
+    size = axis.size
+    if tape_dim is not_mapped:
+        carry_b = [d is not not_mapped for d in k_dims]
+        while True:
+            body, b_consts, k_out_b, _ = _batch_body(jaxpr, axis, num_consts, num_carry,
+                                                     c_dims, carry_b, [False] * n_xs)
+            new = [a or b for a, b in zip(carry_b, k_out_b)]
+            if new == carry_b:
+                break
+            carry_b = new
+        init = [bdim_at_front(a, d, size) if b else a
+                for a, d, b in zip(carry, k_dims, carry_b)]
+        outs = tape_scan_p.bind(tape, *b_consts, *consts, *init, jaxpr=body,
+                                num_consts=len(b_consts) + num_consts, num_carry=num_carry,
+                                reverse=reverse, batch_shape=batch_shape)
+        return outs, [0 if b else not_mapped for b in carry_b]
+    tape = bdim_at_front(tape, tape_dim, size)
+    carry = [bdim_at_front(a, d, size) for a, d in zip(carry, k_dims)]
+    in_avals = [v.aval for v in jaxpr.invars]
+    x_avals = in_avals[num_consts + num_carry:]
+    first = not batch_shape  # this axis adds the mask input
+
+    def step(*xs):
+        c, k, rows = xs[:num_consts], list(xs[num_consts:num_consts + num_carry]), xs[
+            num_consts + num_carry:]
+        ins = rows[:-1] if first else rows
+        outs, od = batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), [*c, *k, *ins],
+                              [*c_dims, *[0] * (num_carry + len(ins))], axis, "tape_scan")
+        outs = [bdim_at_front(o, d, size) for o, d in zip(outs, od)]
+        return _masked(rows[-1], outs, k) if first else outs
+
+    row_avals = [ShapedArray((size, *a.shape), a.dtype) for a in x_avals]
+    if first:
+        row_avals.append(ShapedArray((size,), np.dtype(np.bool_)))
+    step_avals = ([aval_of(c) for c in consts] + [aval_of(k) for k in carry] + row_avals)
+    body, b_consts = trace_closed_over(step, step_avals, "tape_scan_vmap")
+    outs = tape_scan_p.bind(tape, *b_consts, *consts, *carry, jaxpr=body,
+                            num_consts=len(b_consts) + num_consts, num_carry=num_carry,
+                            reverse=reverse, batch_shape=(size, *batch_shape))
+    return outs, [0] * num_carry
+
+
+tape_scan_p.def_batching(_tape_scan_batching)
