@@ -1,0 +1,198 @@
+"""Reverse mode of while_loop where its trip count is only known at run time: under jit,
+inside cond/scan bodies, and with checkpoint_every. Derivatives are checked against float64
+central finite differences, vmap against the per-example loop, and the tape's bookkeeping
+(checkpoint segments, per-element rows of a batched tape) against a plain record."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import mytorch as mt
+import mytorch.numpy as mnp
+from mytorch import lax
+from mytorch.lax.tape import TAPE_DTYPE, run_while_tape, tape_steps, unbox
+from tests.batching.vmap_check import assert_tree_close, loop_reference
+
+floats = st.floats(-1.5, 1.5, allow_nan=False)
+EVERY = st.sampled_from([None, 1, 2, 3, 5])
+
+
+def fd_grad(f, args, eps=1e-6):
+    """Central finite differences of the scalar f with respect to each of `args`."""
+    args = [np.asarray(a, np.float64) for a in args]
+    out = []
+    for i, a in enumerate(args):
+        g = np.zeros_like(a)
+        for j in np.ndindex(*a.shape):
+            e = np.zeros_like(a)
+            e[j] = eps
+            hi = [x + e if k == i else x for k, x in enumerate(args)]
+            lo = [x - e if k == i else x for k, x in enumerate(args)]
+            g[j] = (float(f(*map(mnp.asarray, hi))) - float(f(*map(mnp.asarray, lo)))) / (2 * eps)
+        out.append(g)
+    return out
+
+
+def _loop(n, every):
+    """sum(final x**2) of n steps mixing the carry with a closed-over weight `w` (a loop
+    constant residual) and a counter (the predicate)."""
+    def f(x, w):
+        def body(c):
+            i, x, y = c
+            return i + 1, mnp.sin(x) * w + y * 0.5, y - x * x * 0.25
+        c = lax.while_loop(lambda c: c[0] < n, body, (0, x, mnp.cos(x)),
+                           checkpoint_every=every)
+        return mnp.sum(c[1] * c[1] + c[2])
+    return f
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.sampled_from([(), (3,), (2, 2)]), n=st.integers(0, 7), every=EVERY,
+       data=st.data())
+def test_jit_grad_and_grad_jit_match_finite_differences(x64, shape, n, every, data):
+    size = int(np.prod(shape))
+    x = np.asarray(data.draw(st.lists(floats, min_size=size, max_size=size))).reshape(shape)
+    w = np.asarray(data.draw(floats))
+    f = _loop(n, every)
+    want = fd_grad(f, [x, w])
+    for g in (mt.jit(mt.grad(f, argnums=(0, 1))), mt.grad(mt.jit(f), argnums=(0, 1)),
+              mt.grad(f, argnums=(0, 1))):
+        got = g(mnp.asarray(x), mnp.asarray(w))
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-6, atol=1e-7)
+
+
+def test_jitted_gradient_records_on_a_tape_and_compiles_both_loops():
+    f = _loop(3, None)
+    x, w = mnp.asarray([0.1, 0.2]), mnp.asarray(0.5)
+    lowered = mt.jit(mt.grad(f)).lower(x, w)
+    prims = {e.primitive.name for e in lowered.jaxpr.eqns}
+    assert {"while_tape", "tape_scan"} <= prims and "while" not in prims
+    text = lowered.as_text()
+    assert "def f_while_tape_body(" in text and "def f_tape_scan_step(" in text
+
+
+def _newton_sqrt(a, every=None):
+    def cond(c):
+        return (mnp.abs(c[1] * c[1] - a) > 1e-9 * a) & (c[0] < 100)
+
+    return lax.while_loop(cond, lambda c: (c[0] + 1, 0.5 * (c[1] + a / c[1])), (0, a),
+                          checkpoint_every=every)[1]
+
+
+@pytest.mark.parametrize("every", [None, 1, 4])
+def test_newton_under_jit_and_vmap_matches_implicit_derivative(x64, every):
+    # different trip counts per element: a batched predicate, a batched tape
+    a = np.asarray([0.25, 2.0, 9.0, 1234.5])
+    want = 0.5 / np.sqrt(a)  # d sqrt(a)/da: the implicit-function derivative
+    g = mt.grad(lambda a: _newton_sqrt(a, every))
+    for h in (mt.vmap(mt.jit(g)), mt.jit(mt.vmap(g)),
+              mt.jit(mt.grad(lambda v: mnp.sum(mt.vmap(lambda a: _newton_sqrt(a, every))(v)))),
+              mt.vmap(g)):
+        np.testing.assert_allclose(np.asarray(h(mnp.asarray(a))), want, rtol=1e-7)
+    aa = np.stack([a, a * 3.0, a + 1.0])
+    got = mt.vmap(mt.vmap(mt.jit(g)))(mnp.asarray(aa))
+    np.testing.assert_allclose(np.asarray(got), 0.5 / np.sqrt(aa), rtol=1e-7)
+
+
+def test_vmap_of_jitted_gradient_with_batched_trip_counts_matches_loop():
+    def f(n, x):
+        def body(c):
+            return c[0] + 1, mnp.sin(c[1]) * 1.5 + c[1] * 0.25
+        return mt.grad(lambda x: mnp.sum(lax.while_loop(lambda c: c[0] < n, body,
+                                                        (0, x))[1] ** 2))(x)
+
+    ns = np.asarray([0, 3, 1, 5], np.int32)
+    xs = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    want = loop_reference(f, (ns, xs), 0, 0)
+    assert_tree_close(mt.vmap(mt.jit(f))(mnp.asarray(ns), mnp.asarray(xs)), want, rtol=1e-5)
+    assert_tree_close(mt.jit(mt.vmap(f))(mnp.asarray(ns), mnp.asarray(xs)), want, rtol=1e-5)
+    # the batch axis of the carry is not the first one
+    got = mt.vmap(mt.jit(f), in_axes=(0, 1))(mnp.asarray(ns), mnp.asarray(xs.T.copy()))
+    assert_tree_close(got, want, rtol=1e-5)
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(x=st.lists(floats, min_size=2, max_size=2), every=EVERY)
+def test_while_inside_cond_and_scan_differentiates_in_reverse(x64, x, every):
+    def inner(v, n):
+        return lax.while_loop(lambda c: c[0] < n,
+                              lambda c: (c[0] + 1, c[1] * 0.9 + mnp.sin(c[1])), (0, v),
+                              checkpoint_every=every)[1]
+
+    def in_cond(v):
+        return lax.cond(mnp.sum(v) > 0, lambda u: mnp.sum(inner(u, 3) ** 2),
+                        lambda u: mnp.sum(u * 2.0), v)
+
+    def in_scan(v):
+        def step(c, k):  # the trip count of the inner loop changes from step to step
+            return inner(c, k) * 0.5 + c, mnp.sum(c)
+        c, ys = lax.scan(step, v, mnp.arange(4))
+        return mnp.sum(c ** 2) + mnp.sum(ys)
+
+    x = np.asarray(x)
+    assume(abs(x.sum()) > 1e-3)  # finite differences must not straddle the branch switch
+    for f in (in_cond, in_scan):
+        want = fd_grad(f, [x])[0]
+        for g in (mt.grad(f), mt.jit(mt.grad(f)), mt.grad(mt.jit(f))):
+            np.testing.assert_allclose(np.asarray(g(mnp.asarray(x))), want, rtol=1e-6,
+                                       atol=1e-7)
+
+
+def test_donated_operands_do_not_corrupt_the_tape(x64):
+    f = _loop(4, 2)
+    x, w = np.asarray([0.3, -0.7]), np.asarray(0.8)
+    want = mt.grad(f)(mnp.asarray(x), mnp.asarray(w))
+    got = mt.jit(mt.grad(f), donate_argnums=0)(mnp.asarray(x), mnp.asarray(w))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+def test_checkpoint_every_must_be_a_positive_int():
+    with pytest.raises(ValueError, match="checkpoint_every must be a positive int"):
+        lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0, checkpoint_every=0)
+
+
+# ---- the tape itself -----------------------------------------------------------------------
+def _record(n, every, batch_shape=()):
+    """A loop of n steps on NumPy values whose row at step i is [carry before it, i]."""
+    def cond(i, x):
+        return [np.asarray(i < n)]
+
+    def body(i, x):
+        return [i + 1, x * 2.0, x.copy(), np.asarray(i)]
+
+    return run_while_tape(cond, body, 0, 0, 2, batch_shape, every,
+                          [np.asarray(0), np.ones(2)])
+
+
+@given(n=st.integers(0, 12), every=st.integers(1, 5))
+def test_checkpointed_tape_keeps_every_kth_carry_and_replays_the_rows(n, every):
+    *_, plain = _record(n, None)
+    *_, ckpt = _record(n, every)
+    tape = unbox(ckpt)
+    assert len(tape._snapshots) == -(-n // every) and not tape._rows  # O(N/k) carries kept
+    for reverse in (False, True):
+        a, b = list(unbox(plain).steps(reverse)), list(tape.steps(reverse))
+        assert [int(r[1]) for r in a] == [int(r[1]) for r in b] == (
+            list(range(n))[::-1] if reverse else list(range(n)))
+        for r, s in zip(a, b):
+            np.testing.assert_array_equal(r[0], s[0])
+
+
+def test_batched_tape_of_independent_elements_aligns_steps_and_masks():
+    # three element tapes of different lengths gathered into one batched read
+    tapes = [_record(n, None)[-1] for n in (2, 0, 3)]
+    batched = np.empty((3,), TAPE_DTYPE)
+    for i, t in enumerate(tapes):
+        batched[i] = t
+    for reverse in (False, True):
+        steps = list(tape_steps(batched, (3,), reverse, 2))
+        order = [2, 1, 0] if reverse else [0, 1, 2]
+        assert len(steps) == 3
+        for t, rows in zip(order, steps):
+            np.testing.assert_array_equal(rows[-1], [t < 2, False, True])
+            ran = rows[1][rows[-1]]
+            assert (ran == t).all()  # each element's step t lines up with step t
