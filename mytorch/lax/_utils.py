@@ -140,3 +140,13 @@ def normalize_shape(shape, op):
     if any(d < 0 for d in shape):
         raise ValueError(f"{op}: shape {shape} has a negative dimension")
     return shape
+
+
+def unaliased(values, operands):
+    """`values` (NumPy buffers a loop produced) with copies of those sharing memory with
+    `operands`. A loop of zero steps, or a body passing a carry or a constant through,
+    returns its operands' buffers: compiled code treats a loop's results as buffers of its
+    own, which it overwrites once they die, so they must not be the operands' buffers."""
+    arrays = [a for a in operands if isinstance(a, np.ndarray)]
+    return [np.array(v) if isinstance(v, np.ndarray)
+            and any(np.may_share_memory(v, a) for a in arrays) else v for v in values]

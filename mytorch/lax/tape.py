@@ -19,8 +19,9 @@ import numpy as np
 from mytorch.core.array import ArrayImpl, from_numpy
 from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import default_device
+from mytorch.lax._utils import unaliased
 
-__all__ = ["TAPE_DTYPE", "as_array", "Tape", "TapeView", "tape_aval", "is_tape", "box", "unbox",
+__all__ = ["TAPE_DTYPE", "as_array", "Tape", "TapeView", "tape_aval", "box", "unbox",
            "run_while_tape", "tape_steps"]
 
 TAPE_DTYPE = np.dtype(object)
@@ -37,10 +38,6 @@ def as_array(value, aval=None):
 def tape_aval(batch_shape=()):
     """The abstract value of a tape (of `batch_shape` tapes)."""
     return ShapedArray(batch_shape, TAPE_DTYPE)
-
-
-def is_tape(aval):
-    return aval.dtype == TAPE_DTYPE
 
 
 def box(tape):
@@ -138,11 +135,8 @@ def run_while_tape(cond_fn, body_fn, cond_nconsts, body_nconsts, n_carry, batch_
     # the tape outlives this call, but the operands' buffers may be overwritten or reused
     # once the caller is done with them (compiled code recycles dead buffers): what it
     # keeps that shares their memory is copied
-    operands = [a for a in args if isinstance(a, np.ndarray)]
-
     def kept(values):
-        return [np.array(v) if any(np.may_share_memory(v, a) for a in operands) else v
-                for v in values]
+        return unaliased(values, args)
 
     if every is not None:
         bc = [np.array(b) for b in bc]  # read again by every replay
@@ -160,7 +154,7 @@ def run_while_tape(cond_fn, body_fn, cond_nconsts, body_nconsts, n_carry, batch_
         outs = body_fn(*bc, *carry)
         tape.push(carry, outs[n_carry:], kept)
         carry = outs[:n_carry]
-    return [*carry, boxed_views(tape) if batch_shape else box(tape)]
+    return [*unaliased(carry, args), boxed_views(tape) if batch_shape else box(tape)]
 
 
 def _element_rows(elements, reverse, n_rows):

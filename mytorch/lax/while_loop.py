@@ -348,6 +348,8 @@ def _host_any(p):
         inner = getattr(p, "val", None)
         inner = getattr(p, "primal", None) if inner is None else inner
         p = p.concrete_value() if inner is None else inner
+        if p is None:  # _concrete said the operands were known: the predicate must be
+            raise AssertionError("while_loop: the predicate of a concrete loop is traced")
     return bool(np.any(np.asarray(p)))
 
 

@@ -134,19 +134,33 @@ def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
     jaxpr: (known equation, staged equation, output-unknown flags). The known equation
     also returns the residuals the staged one reads first. `extra(params, n_operands)`
     fixes up params that depend on the operands (e.g. jit's donation flags)."""
-    from mytorch.core.jaxpr import Var
+    from mytorch.core.jaxpr import Jaxpr, Var
 
     params = eqn.params
     known, staged, outs_unknown, num_res = partial_eval_jaxpr(params[param], unknowns, policy)
-    res = [Var(v.aval) for v in known.outvars[len(known.outvars) - num_res:]]
     known_in = [v for v, u in zip(eqn.invars, unknowns) if not u]
+    # a residual that is one of the call's own known inputs is read from outside directly
+    # (so an enclosing loop sees a loop constant, not a new value per iteration)
+    n_out = len(known.outvars) - num_res
+    position = {v: i for i, v in enumerate(known.invars)}
+    res, fresh, inner = [], [], []
+    for v in known.outvars[n_out:]:
+        if type(v) is Var and v in position:
+            res.append(known_in[position[v]])
+        else:
+            res.append(Var(v.aval))
+            fresh.append(res[-1])
+            inner.append(v)
+    if len(inner) < num_res:
+        known = Jaxpr(known.constvars, known.invars, known.eqns,
+                      [*known.outvars[:n_out], *inner], known.debug_name)
     staged_in = res + [v for v, u in zip(eqn.invars, unknowns) if u]
     known_params, staged_params = dict(params, **{param: known}), dict(params, **{param: staged})
     if extra is not None:
         known_params = extra(known_params, len(known_in))
         staged_params = extra(staged_params, len(staged_in))
     known_eqn = eqn.replace(
-        invars=known_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + res,
+        invars=known_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + fresh,
         params=known_params)
     staged_eqn = eqn.replace(
         invars=staged_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if u],

@@ -310,3 +310,21 @@ def test_reverse_over_reverse_and_compiled_backward_passes(x64):
         np.testing.assert_allclose(float(jitted(mnp.asarray(1.5))[0]),
                                    float(vjp_fn(mnp.asarray(1.5))[0]), rtol=1e-12)
         assert "scan_body" in jitted.lower(mnp.asarray(1.5)).as_text()
+
+
+@pytest.mark.parametrize("loop", ["while", "scan"])
+def test_a_zero_step_loop_result_does_not_share_the_operand_buffer(loop):
+    # the loop returns its operand's buffer; the compiled code must not then recycle that
+    # buffer (the operand dies at the loop) for a later temporary while the result lives
+    def f(x):
+        y = mnp.cos(x)  # a temporary the compiled code owns
+        if loop == "while":
+            c = while_loop(lambda c: c[0] < 0, lambda c: (c[0] + 1, c[1] * 2.0), (0, y))[1]
+        else:
+            c = mt.lax.scan(lambda c, _: (c * 2.0, None), y, None, length=0)[0]
+        z = mnp.sin(x) * 3.0
+        return c - z * 0.5 + mnp.exp(z)
+
+    x = np.linspace(0, 1, 5, dtype=np.float32)
+    want = np.cos(x) - 1.5 * np.sin(x) + np.exp(3.0 * np.sin(x))
+    np.testing.assert_allclose(np.asarray(mt.jit(f)(mnp.asarray(x))), want, rtol=1e-5)

@@ -196,3 +196,16 @@ def test_batched_tape_of_independent_elements_aligns_steps_and_masks():
             np.testing.assert_array_equal(rows[-1], [t < 2, False, True])
             ran = rows[1][rows[-1]]
             assert (ran == t).all()  # each element's step t lines up with step t
+
+
+def test_a_tape_nothing_reads_compiles_to_a_plain_loop():
+    def f(x):  # the loop's tangent is computed, then discarded by stop_gradient
+        c = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, mnp.sin(c[1])), (0, x))
+        return mnp.sum(lax.stop_gradient(c[1]) * x)
+
+    x = mnp.asarray([0.3, 0.5])
+    g = mt.jit(mt.grad(f))
+    text = g.lower(x).as_text()
+    assert "def f_while_body(" in text and "while_tape_body" not in text
+    np.testing.assert_allclose(np.asarray(g(x)), np.sin(np.sin(np.sin(np.asarray(x)))),
+                               rtol=1e-6)

@@ -2,15 +2,28 @@
 run-time trip count): their jaxprs are compiled once into their own generated functions
 and runtime helpers loop over them, pushing rows onto the tape or reading them back."""
 
+from mytorch.backends.numpy.control_flow_while import _emit_while
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.core.jaxpr import ClosedJaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from mytorch.lax.while_loop import while_p
 from mytorch.lax.tape import run_while_tape
 from mytorch.lax.while_tape import _n_rows, run_tape_scan, tape_scan_p, while_tape_p
+from mytorch.transforms.dce import dce_jaxpr
 
 
 def _emit_while_tape(g, eqn, args):
-    """`run_while_tape(cond, body, ...)`: the final carries and the tape buffer."""
+    """`run_while_tape(cond, body, ...)`: the final carries and the tape buffer; a plain
+    while loop when nothing reads the tape (its reader was pruned)."""
     p = eqn.params
+    if not (type(eqn.outvars[-1]) is Var and eqn.outvars[-1] in g.last_use):
+        body = p["body_jaxpr"]
+        carries = dce_jaxpr(Jaxpr([], body.invars, body.eqns, body.outvars[:p["num_carry"]],
+                                  body.debug_name))
+        plain = dict(cond_jaxpr=p["cond_jaxpr"], body_jaxpr=carries,
+                     cond_nconsts=p["cond_nconsts"], body_nconsts=p["body_nconsts"],
+                     checkpoint_every=None)
+        call = _emit_while(g, eqn.replace(primitive=while_p, params=plain), args)
+        return f"[*{call}, None]"
     cond_fn = g.subfunction(p["cond_jaxpr"], name="while_tape_cond")
     body_fn = g.subfunction(p["body_jaxpr"], name="while_tape_body")
     helper = g.hoist(run_while_tape, "while_tape")
