@@ -24,6 +24,8 @@ from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._utils import asarray
+from mytorch.lax.tape import tape_aval
+from mytorch.lax.while_tape import tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
@@ -326,31 +328,26 @@ def _everything(prim, *avals, **params):
     return True
 
 
-def _concrete(x):
-    """Whether the value of `x` (of some trace, possibly batched or carrying a tangent) is
-    known now, i.e. a loop over it can be run while tracing."""
+def _host_value(x):
+    """The value under `x` (a value of some trace, possibly batched or carrying a tangent)
+    if it is known now, so that a loop over it can run while tracing; else None."""
     from mytorch.core.trace import Tracer
 
     while isinstance(x, Tracer):
         inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
         inner = getattr(x, "primal", None) if inner is None else inner
         if inner is None:
-            return x.concrete_value() is not None
+            return x.concrete_value()
         x = inner
-    return True
+    return x
 
 
 def _host_any(p):
     """Whether any element of the concrete predicate `p` (possibly batched) is true."""
-    from mytorch.core.trace import Tracer
-
-    while isinstance(p, Tracer):
-        inner = getattr(p, "val", None)
-        inner = getattr(p, "primal", None) if inner is None else inner
-        p = p.concrete_value() if inner is None else inner
-        if p is None:  # _concrete said the operands were known: the predicate must be
-            raise AssertionError("while_loop: the predicate of a concrete loop is traced")
-    return bool(np.any(np.asarray(p)))
+    value = _host_value(p)
+    if value is None:  # the loop's operands were concrete: so must its predicate be
+        raise AssertionError("while_loop: the predicate of a concrete loop is traced")
+    return bool(np.any(np.asarray(value)))
 
 
 def _split_body(body_jaxpr, n_bc, bc_uk, carry_uk):
@@ -478,8 +475,7 @@ class _Split:
                 [x for x, u in zip(carry, self.carry_uk) if u])
 
     def tape_params(self, every):
-        from mytorch.lax.while_tape import tape_scan_p, while_tape_p
-
+        """(forward primitive, its params, tangent primitive, its params) of the tape form."""
         fwd = dict(cond_jaxpr=self.cond, body_jaxpr=self.known, cond_nconsts=self.ncc,
                    body_nconsts=self.nbc - sum(self.bc_uk),
                    num_carry=len(self.carry_uk) - sum(self.carry_uk), batch_shape=(),
@@ -508,7 +504,7 @@ def _while_partial_eval(trace, args, params):
         return StagingTrace.process_primitive(trace, while_p, args, params)
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
     every = params["checkpoint_every"]
-    if every is not None or not all(map(_concrete, [*cc, *kbc, *kcarry])):
+    if every is not None or any(_host_value(x) is None for x in [*cc, *kbc, *kcarry]):
         fwd_p, fwd, lin_p, lin = sp.tape_params(every)
         with set_current_trace(trace.parent):
             *final, tape = fwd_p.bind(*cc, *kbc, *kcarry, **fwd)
@@ -542,8 +538,6 @@ def _while_partial_eval_jaxpr(eqn, unknowns, saveable):
         return None
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(eqn.invars)
     fwd_p, fwd, lin_p, lin = sp.tape_params(eqn.params["checkpoint_every"])
-    from mytorch.lax.tape import tape_aval
-
     tape = Var(tape_aval())
     known_out = [v for v, u in zip(eqn.outvars, sp.carry_uk) if not u]
     known_eqn = eqn.replace(primitive=fwd_p, invars=[*cc, *kbc, *kcarry],
