@@ -50,6 +50,33 @@ def programs(draw):
     return f
 
 
+def _in_float64(fn, *args):
+    """`fn` evaluated eagerly on float64 copies of `args`: the reference both the eager and
+    the compiled float32 results are measured against."""
+    mt.config.update("enable_x64", True)
+    try:
+        return [np.asarray(o) for o in fn(*[mnp.asarray(np.asarray(a, np.float64))
+                                            for a in args])]
+    finally:
+        mt.config.update("enable_x64", False)
+
+
+def assert_as_accurate(got, want, ref, rtol=2e-5, atol=1e-6):
+    """The compiled result `got` is within a few times the eager result's own rounding
+    error of the float64 reference (chains such as exp(x**3 - y) amplify a one-ulp
+    difference between x*x*x and pow beyond any fixed tolerance), and within the usual
+    tolerance where the program is well conditioned."""
+    for g, w, r in zip(got, want, ref, strict=True):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        assert g.shape == w.shape == r.shape
+        both_nan = np.isnan(g) & np.isnan(w)
+        err_got, err_want = np.abs(g - r), np.abs(w - r)
+        bound = 4 * err_want + rtol * np.abs(r) + atol
+        ok = both_nan | (err_got <= bound) | (g == w) | np.isclose(g, w, rtol, atol)
+        assert ok.all(), (f"compiled {g[~ok]} vs eager {w[~ok]}, float64 reference "
+                          f"{r[~ok]}")
+
+
 @settings(max_examples=40, deadline=None)
 @given(f=programs(), n=st.integers(4, 23), seed=st.integers(0, 2 ** 16))
 def test_fused_runs_match_eager(f, n, seed):
@@ -83,8 +110,7 @@ def test_fused_rows_of_views_match_eager(f, rows, cols, seed):
 
     want = g(x, b, s)
     got = mt.jit(g)(x, b, s)
-    for gv, wv in zip(got, want, strict=True):
-        np.testing.assert_allclose(np.asarray(gv), np.asarray(wv), rtol=2e-5, atol=1e-6)
+    assert_as_accurate(got, want, _in_float64(g, x, b, s))
 
 
 def test_the_blocked_path_is_taken():
