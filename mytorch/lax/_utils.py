@@ -142,11 +142,23 @@ def normalize_shape(shape, op):
     return shape
 
 
-def unaliased(values, operands):
-    """`values` (NumPy buffers a loop produced) with copies of those sharing memory with
-    `operands`. A loop of zero steps, or a body passing a carry or a constant through,
-    returns its operands' buffers: compiled code treats a loop's results as buffers of its
-    own, which it overwrites once they die, so they must not be the operands' buffers."""
-    arrays = [a for a in operands if isinstance(a, np.ndarray)]
-    return [np.array(v) if isinstance(v, np.ndarray)
-            and any(np.may_share_memory(v, a) for a in arrays) else v for v in values]
+def _owner(a):
+    """The object owning the memory of the NumPy array `a` (the end of its .base chain)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a if a.base is None else a.base
+
+
+def buffer_owners(arrays):
+    """The ids of the memory owners of `arrays` (for `unaliased`)."""
+    return {id(_owner(a)) for a in arrays if isinstance(a, np.ndarray)}
+
+
+def unaliased(values, owners):
+    """`values` (NumPy buffers a loop produced) with copies of those whose memory belongs
+    to one of `owners` (`buffer_owners` of the loop's operands). A loop of zero steps, or
+    a body passing a carry or a constant through, returns its operands' buffers: compiled
+    code treats a loop's results as buffers of its own, which it overwrites once they die,
+    so they must not be the operands' buffers."""
+    return [np.array(v) if isinstance(v, np.ndarray) and id(_owner(v)) in owners else v
+            for v in values]

@@ -30,7 +30,7 @@ from mytorch.core.source_info import where
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import Tracer, aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
-from mytorch.lax._utils import asarray, unaliased
+from mytorch.lax._utils import asarray, buffer_owners, unaliased
 from mytorch.lax.tape import as_array
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
@@ -233,7 +233,7 @@ def scan_loop(body, num_consts, num_carry, length, reverse, y_specs, *args):
         carry = outs[:num_carry]
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = y
-    return [*unaliased([np.asarray(c) for c in carry], args), *ys]
+    return [*unaliased([np.asarray(c) for c in carry], buffer_owners(args)), *ys]
 
 
 _COMPILED, _EAGER_COMPILE_MIN_LENGTH = {}, 16

@@ -19,7 +19,7 @@ import numpy as np
 from mytorch.core.array import ArrayImpl, from_numpy
 from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import default_device
-from mytorch.lax._utils import unaliased
+from mytorch.lax._utils import buffer_owners, unaliased
 
 __all__ = ["TAPE_DTYPE", "as_array", "Tape", "TapeView", "tape_aval", "box", "unbox",
            "run_while_tape", "tape_steps"]
@@ -135,8 +135,10 @@ def run_while_tape(cond_fn, body_fn, cond_nconsts, body_nconsts, n_carry, batch_
     # the tape outlives this call, but the operands' buffers may be overwritten or reused
     # once the caller is done with them (compiled code recycles dead buffers): what it
     # keeps that shares their memory is copied
+    owners = buffer_owners(args)
+
     def kept(values):
-        return unaliased(values, args)
+        return unaliased(values, owners)
 
     if every is not None:
         bc = [np.array(b) for b in bc]  # read again by every replay
@@ -154,7 +156,7 @@ def run_while_tape(cond_fn, body_fn, cond_nconsts, body_nconsts, n_carry, batch_
         outs = body_fn(*bc, *carry)
         tape.push(carry, outs[n_carry:], kept)
         carry = outs[:n_carry]
-    return [*unaliased(carry, args), boxed_views(tape) if batch_shape else box(tape)]
+    return [*unaliased(carry, owners), boxed_views(tape) if batch_shape else box(tape)]
 
 
 def _element_rows(elements, reverse, n_rows):

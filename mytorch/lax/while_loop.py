@@ -24,7 +24,7 @@ from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._utils import asarray
-from mytorch.lax.tape import tape_aval
+from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
 from mytorch.transforms.closure import trace_closed_over
@@ -504,14 +504,15 @@ def _while_partial_eval(trace, args, params):
         return StagingTrace.process_primitive(trace, while_p, args, params)
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
     every = params["checkpoint_every"]
-    if every is not None or any(_host_value(x) is None for x in [*cc, *kbc, *kcarry]):
+    row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
+    if (every is not None or any(_host_value(x) is None for x in [*cc, *kbc, *kcarry])
+            or any(a.dtype == TAPE_DTYPE for a in row_avals)):  # (an inner loop's tape)
         fwd_p, fwd, lin_p, lin = sp.tape_params(every)
         with set_current_trace(trace.parent):
             *final, tape = fwd_p.bind(*cc, *kbc, *kcarry, **fwd)
         outs = StagingTrace.process_primitive(trace, lin_p, [tape, *const_res, *ubc, *inits],
                                               lin)
         return sp.merge(final, outs)
-    row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
     with set_current_trace(trace.parent):
         final, rows, preds = _run_known(sp.cond, sp.known, cc, kbc, kcarry)
         stacked = [_stack([r[j] for r in rows], a) for j, a in enumerate(row_avals)]

@@ -27,7 +27,7 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
-from mytorch.lax._utils import unaliased
+from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
@@ -54,7 +54,7 @@ def run_tape_scan(step_fn, num_consts, reverse, batch_shape, n_rows, args):
     consts, carry = args[1:1 + num_consts], list(args[1 + num_consts:])
     for rows in tape_steps(args[0], batch_shape, reverse, n_rows):
         carry = step_fn(*consts, *carry, *rows)
-    return unaliased(carry, args)
+    return unaliased(carry, buffer_owners(args))
 
 
 # ---- while_tape ------------------------------------------------------------------------------

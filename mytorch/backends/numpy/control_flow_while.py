@@ -2,7 +2,7 @@
 generated functions, and a runtime helper loops over them in Python (no retracing)."""
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.lax._utils import unaliased
+from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.while_loop import while_p
 
 __all__ = ["run_while"]
@@ -14,7 +14,7 @@ def run_while(cond_fn, body_fn, cond_nconsts, body_nconsts, args):
     cc, bc, carry = args[:cond_nconsts], args[cond_nconsts:n], list(args[n:])
     while cond_fn(*cc, *carry)[0]:
         carry = body_fn(*bc, *carry)
-    return unaliased(carry, args)
+    return unaliased(carry, buffer_owners(args))
 
 
 def _emit_while(g, eqn, args):
