@@ -2,18 +2,27 @@
 function and the generated code calls the one the (0-d) index picks, at run time."""
 
 from mytorch.backends.numpy.emitters import EMITTERS
+from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.cond import cond_p
+
+__all__ = ["run_branch"]
+
+
+def run_branch(branches, index, args):
+    """The results of branch `index` (clamped) on `args`; a result that is an operand's
+    buffer (a branch returning its input) is copied, so the caller owns every result."""
+    outs = branches[min(max(int(index), 0), len(branches) - 1)](*args)
+    return unaliased(outs, buffer_owners(args))
 
 
 def _emit_cond(g, eqn, args):
-    """`(branch0, branch1, ...)[clamped index](*operands)`: a list of buffers."""
+    """`run_branch((branch0, branch1, ...), index, [operands])`: a list of buffers."""
     branches = eqn.params["branches"]
     names = [g.subfunction(b, name=f"branch{k}") for k, b in enumerate(branches)]
     table = g.hoist(tuple(g.ns[n] for n in names), "branches")
-    last = len(branches) - 1
-    pick = f"{table}[min(max(int({args[0]}), 0), {last})]"
-    # the outputs may be the operands themselves (a branch returning an input): not fresh
-    return f"{pick}({', '.join(args[1:])})"
+    helper = g.hoist(run_branch, "cond")
+    g.fresh(eqn)
+    return f"{helper}({table}, {args[0]}, [{', '.join(args[1:])}])"
 
 
 EMITTERS[cond_p] = _emit_cond
