@@ -13,7 +13,8 @@ from benchmarks.workloads import (
     w5_per_example_grads,
     w6_attention,
     w7_rnn_scan,
+    w8_while_grad,
 )
 
 WORKLOADS = {m.KEY: m for m in (w1_mlp_sgd, w2_dispatch, w3_first_call, w4_elementwise,
-                                w5_per_example_grads, w6_attention, w7_rnn_scan)}
+                                w5_per_example_grads, w6_attention, w7_rnn_scan, w8_while_grad)}

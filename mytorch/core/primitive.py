@@ -29,6 +29,9 @@ class Primitive:
         merge, fold or reorder its equations.
       inline_param: for call primitives that compilation may inline, the name of the param
         holding the called Jaxpr (no constvars; its invars are the equation's operands).
+      transpose_zeros: its transpose rule takes symbolic `Zero` cotangents of unused
+        results (a loop drops the carries whose cotangent stays zero) instead of
+        instantiated zero arrays.
     """
 
     def __init__(self, name, *, multiple_results=False, kind="other"):
@@ -41,6 +44,7 @@ class Primitive:
         self.linear = False
         self.effectful = False
         self.inline_param = None
+        self.transpose_zeros = False
         self._abstract_eval = None
         _REGISTRY[name] = self
 

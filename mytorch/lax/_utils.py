@@ -160,5 +160,10 @@ def unaliased(values, owners):
     a body passing a carry or a constant through, returns its operands' buffers: compiled
     code treats a loop's results as buffers of its own, which it overwrites once they die,
     so they must not be the operands' buffers."""
-    return [np.array(v) if isinstance(v, np.ndarray) and id(_owner(v)) in owners else v
-            for v in values]
+    out = []
+    for v in values:  # (hot: once per loop step) a fresh buffer owns itself: one look-up
+        if type(v) is np.ndarray and (id(v) in owners or v.base is not None
+                                      and id(_owner(v)) in owners):
+            v = np.array(v)
+        out.append(v)
+    return out

@@ -37,7 +37,8 @@ from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop", "transpose_body"]
+__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop", "transpose_body",
+           "carry_cotangents"]
 
 
 # ---- the user-facing functions -----------------------------------------------------------
@@ -492,37 +493,65 @@ scan_p.def_rule("partial_eval", _scan_partial_eval)
 scan_p.def_rule("partial_eval_jaxpr", _scan_partial_eval_jaxpr)
 
 
-def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carry_avals):
+def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carry_avals,
+                   ct_zero):
     """The body of a linear scan's transpose, in scan layout: (residual consts, linear
     consts' cotangent sums, carry cotangents, residual xs, ys cotangents) -> (new sums,
     carry cotangents, linear xs' cotangents). `c_lin`/`x_lin` flag the linear consts and
-    xs; every carry is linear. Returns (jaxpr, captured consts)."""
+    xs; every carry is linear.
+
+    `ct_zero` flags the carries whose incoming cotangent is a symbolic zero (their final
+    value is unused). Those whose cotangent stays zero through the body (a fixpoint: e.g.
+    a convergence measure only the predicate reads) are not carried at all.
+    Returns (jaxpr, captured consts, zero flags of the carries left out)."""
     body_in = [v.aval for v in jaxpr.invars]
     c_avals, _, x_avals = _groups(body_in, num_consts, num_carry)
     lin_c_avals = [a for a, lin in zip(c_avals, c_lin) if lin]
     n_rc, n_lc = len(res_c_avals), len(lin_c_avals)
     n_rx = len(x_lin) - sum(x_lin)
     linear_in = [*c_lin, *[True] * num_carry, *x_lin]
+    zero = list(ct_zero)
+    while True:
+        n_k = num_carry - sum(zero)
+        store = {}
 
-    def body(*a):
-        rc, acc = list(a[:n_rc]), list(a[n_rc:n_rc + n_lc])
-        ct_k = list(a[n_rc + n_lc:n_rc + n_lc + num_carry])
-        rest = a[n_rc + n_lc + num_carry:]
-        rx, ct_y = list(rest[:n_rx]), list(rest[n_rx:])
-        rc_it, rx_it = iter(rc), iter(rx)
-        values = ([None if lin else next(rc_it) for lin in c_lin] + [None] * num_carry
-                  + [None if lin else next(rx_it) for lin in x_lin])
-        ct_in = backward_pass(jaxpr, [], linear_in, values, [*ct_k, *ct_y])
-        c_ct, k_ct, x_ct = _groups(ct_in, num_consts, num_carry)
-        new_acc = [instantiate(add_tangents(s, t))
-                   for s, t in zip(acc, [t for t, lin in zip(c_ct, c_lin) if lin])]
-        return [*new_acc, *[instantiate(t) for t in k_ct],
-                *[instantiate(t) for t, lin in zip(x_ct, x_lin) if lin]]
+        def body(*a):
+            rc, acc = list(a[:n_rc]), list(a[n_rc:n_rc + n_lc])
+            ct_it = iter(a[n_rc + n_lc:n_rc + n_lc + n_k])
+            ct_k = [Zero(av) if z else next(ct_it) for av, z in zip(carry_avals, zero)]
+            rest = a[n_rc + n_lc + n_k:]
+            rx, ct_y = list(rest[:n_rx]), list(rest[n_rx:])
+            rc_it, rx_it = iter(rc), iter(rx)
+            values = ([None if lin else next(rc_it) for lin in c_lin] + [None] * num_carry
+                      + [None if lin else next(rx_it) for lin in x_lin])
+            ct_in = backward_pass(jaxpr, [], linear_in, values, [*ct_k, *ct_y])
+            c_ct, k_ct, x_ct = _groups(ct_in, num_consts, num_carry)
+            store["out_zero"] = [type(t) is Zero for t in k_ct]
+            new_acc = [instantiate(add_tangents(s, t))
+                       for s, t in zip(acc, [t for t, lin in zip(c_ct, c_lin) if lin])]
+            return [*new_acc, *[instantiate(t) for t, z in zip(k_ct, zero) if not z],
+                    *[instantiate(t) for t, lin in zip(x_ct, x_lin) if lin]]
 
-    in_avals = (list(res_c_avals) + lin_c_avals + list(carry_avals)
-                + [a for a, lin in zip(x_avals, x_lin) if not lin]
-                + [v.aval for v in jaxpr.outvars[num_carry:]])
-    return trace_closed_over(body, in_avals, "scan_transpose")
+        in_avals = (list(res_c_avals) + lin_c_avals
+                    + [a for a, z in zip(carry_avals, zero) if not z]
+                    + [a for a, lin in zip(x_avals, x_lin) if not lin]
+                    + [v.aval for v in jaxpr.outvars[num_carry:]])
+        t_jaxpr, t_consts = trace_closed_over(body, in_avals, "scan_transpose")
+        new = [z and oz for z, oz in zip(zero, store["out_zero"])]
+        if new == zero:
+            return t_jaxpr, t_consts, zero
+        zero = new
+
+
+def carry_cotangents(carried, init_lin, zero):
+    """The cotangents of a linear loop's initial carries: the next of `carried` for each
+    carry the transpose carried, None for a zero one (see transpose_body) or one whose
+    initial value was not linear."""
+    out = []
+    for lin, z in zip(init_lin, zero):
+        ct = None if z else next(carried)
+        out.append(ct if lin else None)
+    return out
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -538,24 +567,26 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     res_x = [x for x, lin in zip(xs, x_lin) if not lin]
     lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
     carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
-    ct_carry, ct_ys = [instantiate(c) for c in cts[:num_carry]], [
-        instantiate(c) for c in cts[num_carry:]]
-    t_jaxpr, t_consts = transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin,
-                                       [aval_of(c) for c in res_c], carry_avals)
-    n_lc = len(lin_c_avals)
+    ct_ys = [instantiate(c) for c in cts[num_carry:]]
+    t_jaxpr, t_consts, zero = transpose_body(
+        jaxpr, num_consts, num_carry, c_lin, x_lin, [aval_of(c) for c in res_c], carry_avals,
+        [type(c) is Zero for c in cts[:num_carry]])
+    ct_carry = [instantiate(c) for c, z in zip(cts[:num_carry], zero) if not z]
+    n_lc, n_k = len(lin_c_avals), len(ct_carry)
     acc0 = [zeros(a) for a in lin_c_avals]
     outs = scan_p.bind(*t_consts, *res_c, *acc0, *ct_carry, *res_x, *ct_ys, jaxpr=t_jaxpr,
-                       num_consts=len(t_consts) + len(res_c), num_carry=n_lc + num_carry,
+                       num_consts=len(t_consts) + len(res_c), num_carry=n_lc + n_k,
                        length=length, reverse=not reverse, unroll=unroll)
     ct_consts_it = iter(outs[:n_lc])
-    ct_init = outs[n_lc:n_lc + num_carry]
-    ct_xs_it = iter(outs[n_lc + num_carry:])
+    ct_init = iter(outs[n_lc:n_lc + n_k])
+    ct_xs_it = iter(outs[n_lc + n_k:])
     return ([next(ct_consts_it) if lin else None for lin in c_lin]
-            + [ct if lin else None for ct, lin in zip(ct_init, init_lin)]
+            + carry_cotangents(ct_init, init_lin, zero)
             + [next(ct_xs_it) if lin else None for lin in x_lin])
 
 
 scan_p.def_transpose(_scan_transpose)
+scan_p.transpose_zeros = True
 
 
 # ---- batching ----------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import numpy as np
 
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable
 from mytorch.core.aval import ShapedArray
-from mytorch.core.jaxpr import Jaxpr, eval_jaxpr
+from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
@@ -32,7 +32,7 @@ from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, ta
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
 
-__all__ = ["while_tape_p", "tape_scan_p", "run_tape_scan"]
+__all__ = ["while_tape_p", "tape_scan_p", "run_tape_scan", "prune_tape_rows"]
 
 while_tape_p = Primitive("while_tape", multiple_results=True, kind="call")
 tape_scan_p = Primitive("tape_scan", multiple_results=True, kind="call")
@@ -172,7 +172,7 @@ def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse
     """A tape_scan in the opposite direction over the same tape, carrying the carry
     cotangents and summing the linear consts' cotangents."""
     from mytorch.core.ad_util import is_undefined, zeros
-    from mytorch.lax.scan import transpose_body
+    from mytorch.lax.scan import carry_cotangents, transpose_body
 
     consts, init = args[:num_consts], args[num_consts:]
     c_lin = [is_undefined(c) for c in consts]
@@ -181,20 +181,22 @@ def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse
     lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
     carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
     n_xs = len(jaxpr.invars) - num_consts - num_carry
-    t_jaxpr, t_consts = transpose_body(jaxpr, num_consts, num_carry, c_lin, [False] * n_xs,
-                                       [aval_of(c) for c in res_c], carry_avals)
+    t_jaxpr, t_consts, zero = transpose_body(
+        jaxpr, num_consts, num_carry, c_lin, [False] * n_xs, [aval_of(c) for c in res_c],
+        carry_avals, [type(c) is Zero for c in cts])
+    ct_carry = [instantiate(c) for c, z in zip(cts, zero) if not z]
     acc0 = [zeros(a) for a in lin_c_avals]
-    outs = tape_scan_p.bind(tape, *t_consts, *res_c, *acc0, *map(instantiate, cts),
+    outs = tape_scan_p.bind(tape, *t_consts, *res_c, *acc0, *ct_carry,
                             jaxpr=t_jaxpr, num_consts=len(t_consts) + len(res_c),
-                            num_carry=len(acc0) + num_carry, reverse=not reverse,
+                            num_carry=len(acc0) + len(ct_carry), reverse=not reverse,
                             batch_shape=batch_shape)
-    ct_consts = iter(outs[:len(acc0)])
-    ct_init = outs[len(acc0):]
+    ct_consts, ct_init = iter(outs[:len(acc0)]), iter(outs[len(acc0):])
     return [None, *[next(ct_consts) if lin else None for lin in c_lin],
-            *[ct if lin else None for ct, lin in zip(ct_init, init_lin)]]
+            *carry_cotangents(ct_init, init_lin, zero)]
 
 
 tape_scan_p.def_transpose(_tape_scan_transpose)
+tape_scan_p.transpose_zeros = True
 
 
 def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, reverse,
@@ -252,3 +254,65 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
 
 
 tape_scan_p.def_batching(_tape_scan_batching)
+
+
+# ---- pruning rows nothing reads --------------------------------------------------------------
+def _read_vars(jaxpr):
+    return {v for e in jaxpr.eqns for v in e.invars if type(v) is Var} | {
+        v for v in jaxpr.outvars if type(v) is Var}
+
+
+def _row_vars(eqn):
+    """The row variables of a `tape_scan` step (the mask, if any, excluded)."""
+    p = eqn.params
+    start = p["num_consts"] + p["num_carry"]
+    return p["jaxpr"].invars[start:start + _n_rows(p["jaxpr"], p["num_consts"],
+                                                     p["num_carry"], p["batch_shape"])]
+
+
+def prune_tape_rows(jaxpr):
+    """`jaxpr` with each `while_tape` recording only the rows its readers use.
+
+    Where every reader of a tape is a `tape_scan` of this jaxpr, a row none of their steps
+    reads (after transposition, e.g. the rows of a carry whose cotangent is always zero) is
+    neither computed by the forward body nor stored. A tape that leaves the jaxpr (a jit
+    residual) or is read otherwise is kept whole. Returns `jaxpr` itself when nothing
+    changes."""
+    from mytorch.transforms.dce import dce_jaxpr
+
+    readers, escaped = {}, {v for v in jaxpr.outvars if type(v) is Var}
+    tapes = {e.outvars[-1]: e for e in jaxpr.eqns if e.primitive is while_tape_p}
+    for eqn in jaxpr.eqns:
+        for k, v in enumerate(eqn.invars):
+            if type(v) is Var and v in tapes:
+                if eqn.primitive is tape_scan_p and k == 0:
+                    readers.setdefault(v, []).append(eqn)
+                else:
+                    escaped.add(v)
+    new_eqns = {}
+    for tape, fwd in tapes.items():
+        if tape in escaped or tape not in readers:
+            continue
+        p, body = fwd.params, fwd.params["body_jaxpr"]
+        rows = body.outvars[p["num_carry"]:len(body.outvars) - (1 if p["batch_shape"] else 0)]
+        used = [False] * len(rows)
+        for eqn in readers[tape]:
+            read = _read_vars(eqn.params["jaxpr"])
+            used = [u or v in read for u, v in zip(used, _row_vars(eqn))]
+        if all(used):
+            continue
+        kept = [v for v, u in zip(rows, used) if u]
+        outs = [*body.outvars[:p["num_carry"]], *kept,
+                *body.outvars[p["num_carry"] + len(rows):]]
+        body = dce_jaxpr(Jaxpr([], body.invars, body.eqns, outs, body.debug_name))
+        new_eqns[id(fwd)] = fwd.replace(params=dict(p, body_jaxpr=body))
+        for eqn in readers[tape]:
+            step = eqn.params["jaxpr"]
+            dropped = {v for v, u in zip(_row_vars(eqn), used) if not u}
+            step = Jaxpr([], [v for v in step.invars if v not in dropped], step.eqns,
+                         step.outvars, step.debug_name)
+            new_eqns[id(eqn)] = eqn.replace(params=dict(eqn.params, jaxpr=step))
+    if not new_eqns:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [new_eqns.get(id(e), e) for e in jaxpr.eqns],
+                 jaxpr.outvars, jaxpr.debug_name)

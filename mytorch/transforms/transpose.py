@@ -79,7 +79,7 @@ def backward_pass(jaxpr, consts, linear_in, args, cts_out):
             for v in eqn.invars
         ]
         if prim.multiple_results:
-            ct_arg = [instantiate(ct) for ct in out_cts]
+            ct_arg = out_cts if prim.transpose_zeros else [instantiate(ct) for ct in out_cts]
         else:
             ct_arg = instantiate(out_cts[0])
         rule = prim.rule("transpose", "reverse-mode differentiation")

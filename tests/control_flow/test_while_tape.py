@@ -209,3 +209,34 @@ def test_a_tape_nothing_reads_compiles_to_a_plain_loop():
     assert "def f_while_body(" in text and "while_tape_body" not in text
     np.testing.assert_allclose(np.asarray(g(x)), np.sin(np.sin(np.sin(np.asarray(x)))),
                                rtol=1e-6)
+
+
+def _fixed_point_loss(w, x):
+    """sum(h^2) of h <- tanh(x + h w) run until the step is below 1e-6: `delta`, a carry only
+    the predicate reads, has a tangent but never a cotangent."""
+    def body(c):
+        i, h, _ = c
+        new = mnp.tanh(x + h * w)
+        return i + 1, new, mnp.max(mnp.abs(new - h))
+
+    c = lax.while_loop(lambda c: (c[2] > 1e-6) & (c[0] < 500), body,
+                       (0, mnp.zeros_like(x), mnp.asarray(np.inf, x.dtype)))
+    return mnp.sum(c[1] * c[1])
+
+
+def test_the_backward_loop_drops_what_only_the_predicate_reads(x64):
+    from mytorch.lax.while_tape import prune_tape_rows
+
+    w, x = mnp.asarray(0.7), mnp.asarray([0.3, -0.5, 1.0])
+    g = mt.jit(mt.grad(_fixed_point_loss, argnums=(0, 1)))
+    jaxpr = g.lower(w, x).jaxpr.jaxpr
+    (bwd,) = [e for e in jaxpr.eqns if e.primitive.name == "tape_scan"]
+    # carries of the transposed loop: the cotangents of w, x (sums) and h, not delta's
+    assert bwd.params["num_carry"] == 3
+    (fwd,) = [e for e in jaxpr.eqns if e.primitive.name == "while_tape"]
+    (pruned,) = [e for e in prune_tape_rows(jaxpr).eqns if e.primitive.name == "while_tape"]
+    n_rows = [len(e.params["body_jaxpr"].outvars) - e.params["num_carry"] for e in (fwd, pruned)]
+    assert n_rows[1] < n_rows[0]  # the max's derivative rows are no longer recorded
+    want = fd_grad(_fixed_point_loss, [np.asarray(w), np.asarray(x)])
+    for a, b in zip(g(w, x), want):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-6, atol=1e-8)

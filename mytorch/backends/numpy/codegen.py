@@ -27,6 +27,7 @@ import numpy as np
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
+from mytorch.lax.while_tape import prune_tape_rows
 from mytorch.core.jaxpr import Literal, Var
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
@@ -392,7 +393,7 @@ def _nan_check(where, outs, ins):
 
 def generate(jaxpr, consts, donated, name, backend, debug_nans=False):
     """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`."""
-    jaxpr = prepare(jaxpr)
+    jaxpr = prepare(prune_tape_rows(jaxpr))
     gen = Generator(jaxpr, consts, donated, _identifier(name), debug_nans, backend)
     gen.emit_all()
     src = gen.source()
