@@ -58,13 +58,28 @@ def test_numpy_versions_match_the_reference(key):
         _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
 
 
-@pytest.mark.parametrize("lib", OTHER_LIBS)
-@pytest.mark.parametrize("key", list(WORKLOADS))
+_PAIRS = [(key, lib) for key in WORKLOADS for lib in OTHER_LIBS
+          if lib not in getattr(WORKLOADS[key], "CANNOT", {})]
+
+
+@pytest.mark.parametrize("key,lib", _PAIRS)
 def test_other_library_versions_match_numpy(key, lib):
     workload, theirs = _contenders(key, (lib,))
     assert theirs, f"{key} has no {lib} contender"
     for c in theirs:
         _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+
+
+@pytest.mark.skipif("jax" not in OTHER_LIBS, reason="JAX is not installed")
+def test_w8_has_no_jax_version_because_jax_cannot_do_it():
+    """W8's missing JAX column is JAX's limit: its reverse mode refuses a while_loop."""
+    import jax
+
+    assert "jax" in WORKLOADS["W8"].CANNOT
+    f = lambda x: jax.lax.while_loop(lambda c: c[0] < 3,  # noqa: E731
+                                     lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+    with pytest.raises(ValueError, match="(?i)reverse-mode"):
+        jax.grad(f)(1.0)
 
 
 def test_w1_numpy_reference_is_the_gradient_step():

@@ -20,6 +20,8 @@ from benchmarks.workloads import _libs
 
 KEY = "W8"
 TITLE = "while-loop gradient"
+# libraries with no version of this workload, and why (the smoke test checks the claim)
+CANNOT = {"jax": "JAX cannot reverse-differentiate lax.while_loop"}
 TOL = 1e-5
 SIZES = {"full": dict(batch=8, n_in=16, hidden=32, max_steps=2000),
          "tiny": dict(batch=2, n_in=3, hidden=4, max_steps=50)}
