@@ -96,7 +96,7 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
     """One loop for the whole batch: the carries are masked as in `while`'s batching, and
     each step's rows get the batch axis in front, followed by the mask of elements that
     ran the step."""
-    from mytorch.lax.structural import full
+    from mytorch.lax.structural import broadcast_in_dim, full
     from mytorch.lax.while_loop import _batched_pred, _carry_dims, _masked, _split
 
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
@@ -120,12 +120,15 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
         new = [o if d is not_mapped and cd is not_mapped else bdim_at_front(o, d, size)
                for o, d, cd in zip(outs[:num_carry], od, cdims)]
         rows = [bdim_at_front(o, d, size) for o, d in zip(outs[num_carry:], od[num_carry:])]
-        if batch_shape:  # the inner mask, now per element of the new axis too
+        if not batch_shape:  # this axis adds the mask
+            rows.append(full((size,), True, np.dtype(np.bool_)))
+        if not pred_batched:  # every element of this axis runs every step
             return [*new, *rows]
-        if not pred_batched:
-            return [*new, *rows, full((size,), True, np.dtype(np.bool_))]
         pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
-        return [*_masked(pred, new, old), *rows, pred]
+        # an element of this axis that is done keeps its carry; the mask (already per
+        # element of the inner axes, whose own masking runs inside) says so too
+        rows[-1] = rows[-1] & broadcast_in_dim(pred, (size, *batch_shape), (0,))
+        return [*_masked(pred, new, old), *rows]
 
     avals = [aval_of(x) for x in carry]
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,

@@ -240,3 +240,24 @@ def test_the_backward_loop_drops_what_only_the_predicate_reads(x64):
     want = fd_grad(_fixed_point_loss, [np.asarray(w), np.asarray(x)])
     for a, b in zip(g(w, x), want):
         np.testing.assert_allclose(np.asarray(a), b, rtol=1e-6, atol=1e-8)
+
+
+def test_nested_vmap_where_only_the_outer_axis_changes_the_trip_count():
+    # the inner vmap sees one trip count (no mask), the outer one different trip counts:
+    # its finished elements must stop although the inner level never masked them
+    def f(n, x):
+        def body(c):
+            return c[0] + 1, mnp.sin(c[1]) * 1.5 + c[1] * 0.25
+        return mt.value_and_grad(
+            lambda x: lax.while_loop(lambda c: c[0] < n, body, (0, x))[1] ** 2)(x)
+
+    ns = np.asarray([0, 3, 1], np.int32)
+    xs = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+    want = [np.stack([np.stack([np.asarray(f(mnp.asarray(n), mnp.asarray(x))[k]) for x in row])
+                      for n, row in zip(ns, xs)]) for k in (0, 1)]
+    for inner in (mt.jit(f), f):
+        g = mt.vmap(lambda n, row: mt.vmap(inner, in_axes=(None, 0))(n, row))
+        for h in (g, mt.jit(g)):
+            got = h(mnp.asarray(ns), mnp.asarray(xs))
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
