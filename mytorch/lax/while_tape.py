@@ -198,6 +198,38 @@ def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse
             *carry_cotangents(ct_init, init_lin, zero)]
 
 
+def _tape_scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, reverse,
+                   batch_shape):
+    """A tape_scan of the step's JVP: the tape's rows are constants (no tangent); the
+    carries whose tangent the step makes nonzero are found by a fixpoint."""
+    from mytorch.core.ad_util import tangent_aval
+    from mytorch.lax.scan import _jvp_body
+
+    tape, args, t_args = primals[0], primals[1:], tangents[1:]
+    n_xs = len(jaxpr.invars) - num_consts - num_carry
+    nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
+               for p, t in zip(args, t_args)] + [False] * n_xs
+    carry_nz = nonzero[num_consts:num_consts + num_carry]
+    while True:
+        body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero,
+                                              carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    consts, init = args[:num_consts], args[num_consts:]
+    const_t = [t for t, f in zip(t_args[:num_consts], nonzero) if f]
+    init_t = [instantiate(t) for t, f in zip(t_args[num_consts:], carry_nz) if f]
+    outs = tape_scan_p.bind(tape, *body_consts, *consts, *const_t, *init, *init_t, jaxpr=body,
+                            num_consts=len(body_consts) + len(consts) + len(const_t),
+                            num_carry=num_carry + len(init_t), reverse=reverse,
+                            batch_shape=batch_shape)
+    carry, carry_t = outs[:num_carry], iter(outs[num_carry:])
+    return carry, [next(carry_t) if f else Zero(tangent_aval(aval_of(c)))
+                   for c, f in zip(carry, carry_nz)]
+
+
+tape_scan_p.def_jvp(_tape_scan_jvp)
 tape_scan_p.def_transpose(_tape_scan_transpose)
 tape_scan_p.transpose_zeros = True
 

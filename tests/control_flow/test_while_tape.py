@@ -261,3 +261,17 @@ def test_nested_vmap_where_only_the_outer_axis_changes_the_trip_count():
             got = h(mnp.asarray(ns), mnp.asarray(xs))
             for a, b in zip(got, want):
                 np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+
+
+def test_forward_mode_through_the_backward_loop(x64):
+    # the vjp function of a jitted loop is linear in the cotangent: its JVP in that
+    # cotangent is itself (the tape's rows are constants there)
+    f = mt.jit(_loop(4, None))
+    x, w = mnp.asarray([0.3, -0.6]), mnp.asarray(0.9)
+    _, vjp_fn = mt.vjp(f, x, w)
+    ct, dct = mnp.asarray(1.5), mnp.asarray(-0.25)
+    primal_out, tangent_out = mt.jvp(vjp_fn, (ct,), (dct,))
+    for a, b in zip(tangent_out, vjp_fn(dct)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+    for a, b in zip(primal_out, vjp_fn(ct)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
