@@ -317,29 +317,38 @@ while_p.def_batching(_while_batching)
 
 # ---- reverse mode --------------------------------------------------------------------------
 # Linearize splits a `while` with unknown (tangent) carries into a known loop, which also
-# yields each iteration's residual rows, and a tangent step over those rows. When the known
-# operands are concrete (eager grad) the known loop runs now on the parent trace, so its
-# trip count N is found by running it; the tangent part is staged as a `scan` of N steps
-# over the stacked rows, which transposes, differentiates again and compiles like any scan.
-# Otherwise (under jit, nested in a cond/scan body, or with `checkpoint_every`) the known
-# loop is a `while_tape` pushing its rows on a run-time tape and the tangent part is a
-# `tape_scan` over it (see while_tape.py).
+# yields each iteration's residual rows, and a tangent step over those rows. Two forms:
+# - the tape form: the known loop is a `while_tape` pushing its rows on a run-time tape and
+#   the tangent part a `tape_scan` over it (see while_tape.py); both loops run compiled
+#   bodies, eagerly or under jit, and the trip count need not be known while tracing;
+# - the stacked form, where an enclosing jvp differentiates the residuals themselves
+#   (grad(grad), hessian): the known loop runs now on the parent trace, so its trip count
+#   N is found by running it, and the tangent part is a `scan` of N steps over the stacked
+#   rows, which transposes, differentiates again and compiles like any scan.
 def _everything(prim, *avals, **params):
     return True
 
 
-def _host_value(x):
-    """The value under `x` (a value of some trace, possibly batched or carrying a tangent)
-    if it is known now, so that a loop over it can run while tracing; else None."""
+def _look_through(x):
+    """(the value under `x` if it is known now, else None; whether an enclosing jvp carries
+    a tangent for it). `x` is a value of some trace, possibly batched or differentiated;
+    a known value means a loop over it can run while tracing."""
     from mytorch.core.trace import Tracer
+    from mytorch.transforms.jvp import JVPTracer
 
+    differentiated = False
     while isinstance(x, Tracer):
+        differentiated |= isinstance(x, JVPTracer)
         inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
         inner = getattr(x, "primal", None) if inner is None else inner
         if inner is None:
-            return x.concrete_value()
+            return x.concrete_value(), differentiated
         x = inner
-    return x
+    return x, differentiated
+
+
+def _host_value(x):
+    return _look_through(x)[0]
 
 
 def _host_any(p):
@@ -505,8 +514,14 @@ def _while_partial_eval(trace, args, params):
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
     every = params["checkpoint_every"]
     row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
-    if (every is not None or any(_host_value(x) is None for x in [*cc, *kbc, *kcarry])
-            or any(a.dtype == TAPE_DTYPE for a in row_avals)):  # (an inner loop's tape)
+    seen = [_look_through(x) for x in [*cc, *kbc, *kcarry]]
+    # the stacked form only where it is needed: an enclosing jvp (grad(grad), hessian)
+    # differentiates the residuals, which a tape cannot offer; the tape form compiles both
+    # loops and also serves staged loops, checkpointing and rows holding an inner tape
+    stacked = (every is None and any(d for _, d in seen)
+               and all(v is not None for v, _ in seen)
+               and not any(a.dtype == TAPE_DTYPE for a in row_avals))
+    if not stacked:
         fwd_p, fwd, lin_p, lin = sp.tape_params(every)
         with set_current_trace(trace.parent):
             *final, tape = fwd_p.bind(*cc, *kbc, *kcarry, **fwd)
