@@ -17,14 +17,14 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr, sub_jaxprs
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.core.tree_util import tree_structure, tree_unflatten
 from mytorch.lax._batching import batch_call_jaxpr
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_call_jaxpr
+from mytorch.transforms.jvp import jvp_call_jaxpr, look_through
 from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
@@ -212,12 +212,31 @@ def _everything_saveable(prim, *avals, **params):
 _splits = _cache()
 
 
+def _runs_to_differentiate_again(jaxpr):
+    """Whether `jaxpr` (or a jaxpr it calls) has an equation whose primitive must run
+    while being linearized to be differentiated again (while_loop)."""
+    return any(eqn.primitive.runs_to_differentiate_again
+               or any(_runs_to_differentiate_again(getattr(j, "jaxpr", j))
+                      for j in sub_jaxprs(eqn.params)) for eqn in jaxpr.eqns)
+
+
+_runs = _cache()
+
+
 def _jit_partial_eval(trace, args, params):
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return jit_p.bind(*args, **params)
+    known = [look_through(x) for x, u in zip(args, unknowns) if not u]
+    if (any(d for _, d in known) and all(v is not None for v, _ in known)
+            and _runs.get_or(id(jaxpr), lambda: (jaxpr, _runs_to_differentiate_again(
+                jaxpr)))[1]):
+        # e.g. hessian(jit(f)) of a while loop: an enclosing jvp differentiates the
+        # residuals, so the loop must run here (see while_loop): evaluate the body equation
+        # by equation (this linearization is not compiled)
+        return eval_jaxpr(jaxpr, [], *args)
     def make():
         return (jaxpr, *partial_eval_jaxpr(jaxpr, list(unknowns), _everything_saveable))
 

@@ -32,6 +32,9 @@ class Primitive:
       transpose_zeros: its transpose rule takes symbolic `Zero` cotangents of unused
         results (a loop drops the carries whose cotangent stays zero) instead of
         instantiated zero arrays.
+      runs_to_differentiate_again: its linearization must run it (not stage it) when an
+        enclosing jvp differentiates the result again (while_loop): a call around it is
+        then linearized equation by equation instead of split as a whole.
     """
 
     def __init__(self, name, *, multiple_results=False, kind="other"):
@@ -45,6 +48,7 @@ class Primitive:
         self.effectful = False
         self.inline_param = None
         self.transpose_zeros = False
+        self.runs_to_differentiate_again = False
         self._abstract_eval = None
         _REGISTRY[name] = self
 

@@ -187,6 +187,7 @@ def tape_steps(tape_buf, batch_shape, reverse, n_rows):
             and all(isinstance(e, TapeView) and e.tape is first.tape and e.index == index
                     for e, index in zip(elements, np.ndindex(*batch_shape)))):
         return first.tape.steps(reverse)  # the views of one batched loop, in order
+
     def reshaped():
         for rows in _element_rows(elements, reverse, n_rows):
             yield [r.reshape(*batch_shape, *r.shape[1:]) for r in rows]

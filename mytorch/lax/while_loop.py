@@ -28,11 +28,12 @@ from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.jvp import jvp_flat, look_through
 
 __all__ = ["while_loop", "while_p"]
 
 while_p = Primitive("while", multiple_results=True, kind="call")
+while_p.runs_to_differentiate_again = True  # the stacked form of its reverse mode
 
 
 # ---- the user-facing function --------------------------------------------------------------
@@ -329,26 +330,8 @@ def _everything(prim, *avals, **params):
     return True
 
 
-def _look_through(x):
-    """(the value under `x` if it is known now, else None; whether an enclosing jvp carries
-    a tangent for it). `x` is a value of some trace, possibly batched or differentiated;
-    a known value means a loop over it can run while tracing."""
-    from mytorch.core.trace import Tracer
-    from mytorch.transforms.jvp import JVPTracer
-
-    differentiated = False
-    while isinstance(x, Tracer):
-        differentiated |= isinstance(x, JVPTracer)
-        inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
-        inner = getattr(x, "primal", None) if inner is None else inner
-        if inner is None:
-            return x.concrete_value(), differentiated
-        x = inner
-    return x, differentiated
-
-
 def _host_value(x):
-    return _look_through(x)[0]
+    return look_through(x)[0]
 
 
 def _host_any(p):
@@ -514,7 +497,7 @@ def _while_partial_eval(trace, args, params):
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
     every = params["checkpoint_every"]
     row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
-    seen = [_look_through(x) for x in [*cc, *kbc, *kcarry]]
+    seen = [look_through(x) for x in [*cc, *kbc, *kcarry]]
     # the stacked form only where it is needed: an enclosing jvp (grad(grad), hessian)
     # differentiates the residuals, which a tape cannot offer; the tape form compiles both
     # loops and also serves staged loops, checkpointing and rows holding an inner tape

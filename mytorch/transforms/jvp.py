@@ -122,3 +122,18 @@ def jvp_call_jaxpr(jaxpr, avals, nonzero, name):
 
     t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzero) if nz]
     return trace_closed_over(jvp_fun, [*avals, *t_avals], name)
+
+
+def look_through(x):
+    """(the concrete value under `x`, or None if it is not known now; whether an enclosing
+    jvp carries a tangent for it). `x` is a value of some trace: batch tracers are looked
+    through to the whole batch, JVP tracers to their primal."""
+    differentiated = False
+    while isinstance(x, Tracer):
+        differentiated |= isinstance(x, JVPTracer)
+        inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
+        inner = getattr(x, "primal", None) if inner is None else inner
+        if inner is None:
+            return x.concrete_value(), differentiated
+        x = inner
+    return x, differentiated

@@ -275,3 +275,17 @@ def test_forward_mode_through_the_backward_loop(x64):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
     for a, b in zip(primal_out, vjp_fn(ct)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+
+
+def test_second_derivatives_of_a_jitted_loop_called_eagerly(x64):
+    # hessian(jit(f)): the jitted body is linearized equation by equation so that the
+    # loop runs and stacks its residuals (a tape cannot be differentiated again)
+    f = mt.jit(_loop(3, None))
+    x, w = np.asarray([0.3, -0.6]), np.asarray(0.9)
+    h = mt.hessian(f)(mnp.asarray(x), mnp.asarray(w))
+    eps = 1e-6
+    g = mt.grad(f)
+    fd = np.stack([(np.asarray(g(mnp.asarray(x + eps * e), mnp.asarray(w)))
+                    - np.asarray(g(mnp.asarray(x - eps * e), mnp.asarray(w)))) / (2 * eps)
+                   for e in np.eye(2)])
+    np.testing.assert_allclose(np.asarray(h), fd, rtol=1e-6, atol=1e-8)

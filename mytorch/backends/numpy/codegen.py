@@ -27,8 +27,8 @@ import numpy as np
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
-from mytorch.lax.while_tape import prune_tape_rows
 from mytorch.core.jaxpr import Literal, Var
+from mytorch.lax.while_tape import prune_tape_rows
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
     from numpy._core._multiarray_umath import _make_extobj
