@@ -82,8 +82,10 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
     for eqn in jaxpr.eqns:
         ins_unknown = [type(v) is Var and v in unknown for v in eqn.invars]
         split = eqn.primitive.rules.get("partial_eval_jaxpr") if any(ins_unknown) else None
+        # a nested call (jit, checkpoint, loops) splits its own jaxpr; its rule may return
+        # None (e.g. a while loop whose predicate is unknown): the equation is then unknown
         parts = split(eqn, ins_unknown, saveable) if split is not None else None
-        if parts is not None:  # a nested call (jit, checkpoint): split its own jaxpr
+        if parts is not None:
             known_eqn, staged_eqn, outs_unknown = parts
             known_eqns.append(known_eqn)
             producer.update((v, known_eqn) for v in known_eqn.outvars if type(v) is Var)

@@ -5,8 +5,8 @@ and runtime helpers loop over them, pushing rows onto the tape or reading them b
 from mytorch.backends.numpy.control_flow_while import _emit_while
 from mytorch.backends.numpy.emitters import EMITTERS
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from mytorch.lax.while_loop import while_p
 from mytorch.lax.tape import run_while_tape
+from mytorch.lax.while_loop import while_p
 from mytorch.lax.while_tape import _n_rows, run_tape_scan, tape_scan_p, while_tape_p
 from mytorch.transforms.dce import dce_jaxpr
 
