@@ -17,7 +17,7 @@ from mytorch.core.array import Array, from_numpy
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
-from mytorch.lax._utils import asarray
+from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.elementwise import convert_element_type
 from mytorch.lax._batching import moveaxis
 from mytorch.lax.structural import reshape, slice_in_dim
@@ -36,20 +36,6 @@ def _name(fun):
 def _at():
     info = user_frame()
     return f" (at {info})" if info is not None else ""
-
-
-def _leaves_as_arrays(tree, what):
-    leaves, treedef = tree_util.tree_flatten(tree)
-    out = []
-    for x in leaves:
-        try:
-            out.append(asarray(x))
-        except TypeError:
-            raise TypeError(
-                f"{what}: every leaf must be an array or a scalar, got "
-                f"{type(x).__name__}{_at()}"
-            ) from None
-    return out, treedef
 
 
 def _describe(x):
@@ -117,8 +103,8 @@ def jvp(fun, primals, tangents, has_aux=False):
             "jvp: primals and tangents must be tuples or lists of arguments, got "
             f"{type(primals).__name__} and {type(tangents).__name__}"
         )
-    p_leaves, p_tree = _leaves_as_arrays(tuple(primals), "jvp primals")
-    t_leaves, t_tree = _leaves_as_arrays(tuple(tangents), "jvp tangents")
+    p_leaves, p_tree = leaves_as_arrays(tuple(primals), "jvp primals")
+    t_leaves, t_tree = leaves_as_arrays(tuple(tangents), "jvp tangents")
     if p_tree != t_tree:
         raise TypeError(
             f"jvp: primals and tangents must have the same tree structure, got {p_tree} "
@@ -157,7 +143,7 @@ def linearize(fun, *primals, has_aux=False):
 
 
 def _linearize(fun, primals, has_aux, what):
-    p_leaves, p_tree = _leaves_as_arrays(primals, what)
+    p_leaves, p_tree = leaves_as_arrays(primals, what)
     flat, store = _flat_fun(fun, p_tree, has_aux, what)
     outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
     outs, aux = _split_aux(store, outs)
@@ -165,7 +151,7 @@ def _linearize(fun, primals, has_aux, what):
     out_tree = store["out_tree"]
 
     def f_jvp(*tangents):
-        t_leaves, t_tree = _leaves_as_arrays(tangents, "linearize's f_jvp")
+        t_leaves, t_tree = leaves_as_arrays(tangents, "linearize's f_jvp")
         if t_tree != p_tree:
             raise TypeError(f"f_jvp: expected tangents of structure {p_tree}, got {t_tree}")
         t_outs = eval_jaxpr(linear.jaxpr, linear.consts, *t_leaves)[:n_out]
@@ -182,7 +168,7 @@ def vjp(fun, *primals, has_aux=False):
 
 
 def _vjp(fun, primals, has_aux, what):
-    p_leaves, p_tree = _leaves_as_arrays(primals, what)
+    p_leaves, p_tree = leaves_as_arrays(primals, what)
     flat, store = _flat_fun(fun, p_tree, has_aux, what)
     outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
     aux_avals = [aval_of(o) for o in outs[store["n_out"]:]]
@@ -192,7 +178,7 @@ def _vjp(fun, primals, has_aux, what):
     in_avals = [aval_of(p) for p in p_leaves]
 
     def vjp_fn(cotangent):
-        ct_leaves, ct_tree = _leaves_as_arrays(cotangent, "vjp_fn")
+        ct_leaves, ct_tree = leaves_as_arrays(cotangent, "vjp_fn")
         if ct_tree != out_tree:
             raise TypeError(
                 f"vjp_fn: the cotangent must have the structure of {_name(fun)}'s output, "

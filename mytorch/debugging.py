@@ -30,7 +30,7 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_frame
 from mytorch.lax._batching import broadcast_batched, moveaxis
-from mytorch.lax._utils import asarray
+from mytorch.lax._utils import leaves_as_arrays
 from mytorch.transforms.batching import batched_aval
 
 __all__ = ["ShapeDtypeStruct", "callback", "print", "pure_callback",
@@ -127,18 +127,10 @@ def _host_copy(buf):
 
 def _flat_args(what, args, kwargs):
     """Leaves of (args, kwargs) as arrays, and the treedef to rebuild them."""
-    leaves, tree = tree_util.tree_flatten((args, kwargs))
-    out = []
-    for x in leaves:
-        try:
-            out.append(asarray(x))
-        except TypeError:
-            raise TypeError(
-                f"{what}: arguments must be arrays (or pytrees of arrays), got "
-                f"{type(x).__name__}: {x!r:.60}. Pass other values by closing over them "
-                "in the callback (e.g. with functools.partial)"
-            ) from None
-    return out, tree
+    return leaves_as_arrays(
+        (args, kwargs), what, "arguments must be arrays (or pytrees of arrays)",
+        ". Pass other values by closing over them in the callback (e.g. with "
+        "functools.partial)")
 
 
 # ---- debug_callback -------------------------------------------------------------------------

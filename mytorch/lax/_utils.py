@@ -8,9 +8,10 @@ import operator
 
 import numpy as np
 
-from mytorch.core import dtypes
+from mytorch.core import dtypes, tree_util
 from mytorch.core.array import Array, from_numpy, is_python_scalar, scalar_array
 from mytorch.core.aval import ShapedArray
+from mytorch.core.source_info import where
 
 
 def asarray(x):
@@ -25,6 +26,21 @@ def asarray(x):
     raise TypeError(
         f"expected an array or a scalar, got {type(x).__name__}: {x!r:.80}"
     )
+
+
+def leaves_as_arrays(tree, what, expected="every leaf must be an array or a scalar",
+                     hint=""):
+    """(the leaves of `tree` as arrays, its treedef). A leaf that is not an array or a
+    scalar raises TypeError: `what`: `expected`, the leaf, `hint`, the user's line."""
+    leaves, treedef = tree_util.tree_flatten(tree)
+    out = []
+    for x in leaves:
+        try:
+            out.append(asarray(x))
+        except TypeError:
+            raise TypeError(f"{what}: {expected}, got {type(x).__name__}: {x!r:.60}{hint}"
+                            f"{where()}") from None
+    return out, treedef
 
 
 def coerce_operands(name, *args):
