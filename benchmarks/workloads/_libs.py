@@ -53,10 +53,11 @@ def one_hot(rng, batch, classes):
 
 
 def contenders(makers, libs):
-    """Steady-state contenders: `makers` maps "numpy"/library names to factories; the
-    libraries not in `libs` are left out (NumPy variants always stay)."""
+    """Steady-state contenders: `makers` maps "numpy"/library names, or variants named
+    "<library>_<variant>", to factories; the libraries not in `libs` and their variants are
+    left out (NumPy and its variants always stay)."""
     return [Contender(name, make) for name, make in makers.items()
-            if name.startswith("numpy") or name in libs]
+            if name.split("_")[0] in ("numpy", *libs)]
 
 
 def copies(arrays):

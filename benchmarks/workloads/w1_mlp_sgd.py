@@ -8,7 +8,7 @@ update under no_grad (torch.compile is not measured).
 
 import numpy as np
 
-from benchmarks.harness import Contender, Row, Workload
+from benchmarks.harness import Row, Workload
 from benchmarks.workloads import _libs, _mlp
 
 KEY = "W1"
@@ -122,10 +122,7 @@ def build(size="full", libs=None):
               "torch": lambda: _make_torch(params, x, y, lr),
               "mytorch_donated": lambda: _make_mytorch_donated(params, x, y, lr),
               "jax_donated": lambda: _make_jax_donated(params, x, y, lr)}
-    chosen = _libs.selected(libs)
-    contenders = _libs.contenders(makers, chosen) + [
-        Contender(name, makers[name]) for name in ("mytorch_donated", "jax_donated")
-        if name.split("_")[0] in chosen]
+    contenders = _libs.contenders(makers, _libs.selected(libs))
     dims = "-".join(map(str, s["dims"]))
     return Workload(
         KEY, TITLE, contenders, expected,

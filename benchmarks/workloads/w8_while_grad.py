@@ -111,11 +111,8 @@ def build(size="full", libs=None):
               "mytorch": lambda: _make_mytorch(args),
               "mytorch_ckpt": lambda: _make_mytorch(args, checkpoint_every=16),
               "torch": lambda: _make_torch(args)}
-    chosen = _libs.selected(libs)
-    contenders = [c for c in _libs.contenders(makers, (*chosen, "mytorch_ckpt"))
-                  if c.name != "mytorch_ckpt" or "mytorch" in chosen]
     return Workload(
-        KEY, TITLE, contenders, numpy_grads(*args),
+        KEY, TITLE, _libs.contenders(makers, _libs.selected(libs)), numpy_grads(*args),
         rows=[Row(f"W8 fixed point (hidden {s['hidden']}) to convergence, jit(grad)",
                   "numpy", {"mytorch": "mytorch", "torch": "torch"}),
               Row("W8 the same with checkpoint_every=16", "numpy",
