@@ -223,19 +223,23 @@ def _runs_to_differentiate_again(jaxpr):
 _runs = _cache()
 
 
+def _linearize_here(jaxpr, args, unknowns):
+    """Whether to linearize a jit's body equation by equation (not compiled) instead of
+    splitting it: e.g. hessian(jit(f)) of a while loop, where an enclosing jvp
+    differentiates the residuals so the loop must run now (see while_loop)."""
+    if not _runs.get_or(id(jaxpr), lambda: (jaxpr, _runs_to_differentiate_again(jaxpr)))[1]:
+        return False
+    known = [look_through(x) for x, u in zip(args, unknowns) if not u]
+    return any(d for _, d in known) and all(v is not None for v, _ in known)
+
+
 def _jit_partial_eval(trace, args, params):
     jaxpr, name = params["jaxpr"], params["name"]
     unknowns = tuple(trace.is_unknown(x) for x in args)
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return jit_p.bind(*args, **params)
-    known = [look_through(x) for x, u in zip(args, unknowns) if not u]
-    if (any(d for _, d in known) and all(v is not None for v, _ in known)
-            and _runs.get_or(id(jaxpr), lambda: (jaxpr, _runs_to_differentiate_again(
-                jaxpr)))[1]):
-        # e.g. hessian(jit(f)) of a while loop: an enclosing jvp differentiates the
-        # residuals, so the loop must run here (see while_loop): evaluate the body equation
-        # by equation (this linearization is not compiled)
+    if _linearize_here(jaxpr, args, unknowns):
         return eval_jaxpr(jaxpr, [], *args)
     def make():
         return (jaxpr, *partial_eval_jaxpr(jaxpr, list(unknowns), _everything_saveable))

@@ -73,7 +73,7 @@ class Tape:
         self._rows, self._snapshots = [], []
         self.counts = np.zeros(self.batch_shape, np.int64) if self.batch_shape else None
 
-    def push(self, carry, rows, kept=list):
+    def push(self, carry, rows, kept):
         """Record one step: its input `carry` and the `rows` it produced. `kept(values)`
         gives what to store for values (copies of those that may not stay valid)."""
         if self.every is None:

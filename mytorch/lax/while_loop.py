@@ -330,13 +330,9 @@ def _everything(prim, *avals, **params):
     return True
 
 
-def _host_value(x):
-    return look_through(x)[0]
-
-
 def _host_any(p):
     """Whether any element of the concrete predicate `p` (possibly batched) is true."""
-    value = _host_value(p)
+    value = look_through(p)[0]
     if value is None:  # the loop's operands were concrete: so must its predicate be
         raise AssertionError("while_loop: the predicate of a concrete loop is traced")
     return bool(np.any(np.asarray(value)))
