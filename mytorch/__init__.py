@@ -5,7 +5,7 @@
 """
 
 from mytorch import errors
-from mytorch import tree_util
+from mytorch import tree, tree_util
 from mytorch.core.array import Array
 from mytorch.core.config import config
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr
@@ -13,7 +13,9 @@ from mytorch.core.aval import ShapedArray
 from mytorch import lax
 from mytorch.backends import numpy as _numpy_backend  # noqa: F401  (registers the CPU backend)
 from mytorch import numpy
-from mytorch.api import devices, device_get, device_put, local_device_count, make_jaxpr
+from mytorch.api import (
+    block_until_ready, devices, device_get, device_put, local_device_count, make_jaxpr,
+)
 from mytorch.errors import ConcretizationTypeError, UnexpectedTracerError
 
 __version__ = "0.1.0"

@@ -127,3 +127,15 @@ def device_get(x):
 
 __all__ = ["make_jaxpr", "devices", "local_device_count", "device_put", "device_get",
            "available_platforms"]
+
+
+def block_until_ready(x):
+    """Wait until every array in the pytree `x` has been computed; returns `x` unchanged.
+
+    Leaves that are not arrays (Python numbers, strings, None) are passed over, as in JAX.
+    """
+    for leaf in tree_util.tree_leaves(x):
+        wait = getattr(leaf, "block_until_ready", None)
+        if callable(wait):
+            wait()
+    return x

@@ -32,3 +32,23 @@ from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
 from mytorch.lax.cond import cond, switch  # noqa: F401,E402
 from mytorch.lax.scan import fori_loop, map, scan  # noqa: F401,E402
 from mytorch.lax.while_loop import while_loop  # noqa: F401,E402
+from mytorch.lax.precision import Precision  # noqa: F401,E402
+
+
+def _export_primitives():
+    """Export every primitive object defined in lax (``lax.exp_p``, ``lax.while_p``, ...) so
+    custom interpreters can compare an equation's primitive against them, as in JAX."""
+    import sys
+
+    from mytorch.core.primitive import Primitive
+
+    namespace = globals()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(__name__ + ".") or module is None:
+            continue
+        for attr, value in vars(module).items():
+            if attr.endswith("_p") and not attr.startswith("_") and isinstance(value, Primitive):
+                namespace.setdefault(attr, value)
+
+
+_export_primitives()
