@@ -15,7 +15,9 @@ unknown inputs and lets each branch return the residuals of all of them (zeros f
 it does not produce); the transpose is a cond of the branches' transposes with the same
 index. Under vmap an unbatched index batches each branch; a batched index becomes a cond
 that runs only the common branch when every example takes the same one, and otherwise
-evaluates every branch and selects per example.
+evaluates every branch and selects per example; there the examples that did not take a
+branch feed it operands with a zero derivative (`_masking.guard`), so that a branch's
+non-finite derivative where it was not taken (log(0), sqrt(0)) never reaches a gradient.
 """
 
 import numpy as np
@@ -29,6 +31,7 @@ from mytorch.core.source_info import where
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, not_mapped
+from mytorch.lax._masking import guard, keep_like, may_differentiate
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_call_jaxpr
@@ -357,31 +360,60 @@ def _cond_batching(axis, args, dims, *, branches):
         outs = cond_p.bind(index, *consts, *ops, branches=batched)
         return outs, [0] * n_out
     idx = bdim_at_front(index, dims[0], axis.size)
-    return _select_batched(idx, batched, consts, ops, n_out), [0] * n_out
+    guarded = [may_differentiate(x) for x in ops]
+    every = (_Guarded(branches, axis, op_dims, guarded) if any(guarded)
+             else _Guarded.unguarded(batched, consts, axis, op_dims))
+    return _select_batched(idx, batched, consts, ops, every), [0] * n_out
 
 
-def _select_batched(idx, batched, consts, ops, n_out):
+class _Guarded:
+    """Every branch run by every example, where the examples that did not take it feed it
+    guarded operands (see `_masking`): those that may be differentiated, batched at 0."""
+
+    def __init__(self, branches, axis, dims, guarded):
+        self.axis, self.dims, self.guarded = axis, dims, guarded
+        g_dims = [0 if g else d for d, g in zip(dims, guarded)]
+        self.batched = [batch_call_jaxpr(b, axis, g_dims, force_front=True,
+                                         name=f"{b.debug_name}_vmap")[:2] for b in branches]
+
+    @classmethod
+    def unguarded(cls, batched, consts, axis, dims):
+        """Nothing to guard (no operand may be differentiated): the batched branches."""
+        self = cls.__new__(cls)
+        self.axis, self.dims, self.guarded = axis, dims, [False] * len(dims)
+        self.batched = [(j, None) for j in batched]  # None: they take the cond's consts
+        return self
+
+    def outputs(self, i, cond_consts, ops):
+        """Each branch's outputs (batched at 0) given the batched (B,) index `i`."""
+        from mytorch.lax.elementwise import eq
+
+        ops = [bdim_at_front(x, d, self.axis.size) if g else x
+               for x, d, g in zip(ops, self.dims, self.guarded)]
+        outs = []
+        for k, (j, consts) in enumerate(self.batched):
+            taken = eq(i, np.int32(k))
+            xs = [guard(taken, x) if g else x for x, g in zip(ops, self.guarded)]
+            outs.append(eval_jaxpr(j, [], *(cond_consts if consts is None else consts), *xs))
+        return outs
+
+
+def _select_batched(idx, batched, consts, ops, guarded):
     """Per-example branch choice by the (B,) int32 `idx`: a cond that runs branch k alone
     when every example takes k, else every branch with a select_n per output."""
     from mytorch.lax.elementwise import eq, select_n
     from mytorch.lax.reductions import reduce_max, reduce_min
-    from mytorch.lax.structural import broadcast_in_dim
 
     operands = [idx, *consts, *ops]
     avals = [aval_of(x) for x in operands]
+    n_consts = len(consts)
 
     def one(b):
         return lambda i, *xs: eval_jaxpr(b, [], *xs)
 
     def select_all(i, *xs):
-        per_branch = [eval_jaxpr(b, [], *xs) for b in batched]
-        outs = []
-        for k in range(n_out):
-            cases = [o[k] for o in per_branch]
-            shape = aval_of(cases[0]).shape
-            which = broadcast_in_dim(i, shape, (0,)) if len(shape) > 1 else i
-            outs.append(select_n(which, *cases))
-        return outs
+        per_branch = guarded.outputs(i, xs[:n_consts], xs[n_consts:])
+        return [select_n(keep_like(i, o[0]), *o) for o in zip(*per_branch, strict=True)]
 
     funs = [one(b) for b in batched] + [select_all]
     outer, outer_consts = merge_branches(

@@ -23,6 +23,7 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
+from mytorch.lax._masking import guard, guard_linear, may_differentiate
 from mytorch.lax._utils import asarray
 from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
@@ -292,14 +293,25 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
         return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:],
                               pred_batched)]
 
+    # a finished element keeps running the body: where it may be differentiated, it feeds
+    # the body guarded consts and carries, so its results' derivative cannot reach ours
+    guard_bc = [pred_batched and may_differentiate(x) for x in bc]
+    guarding = any(guard_bc) or (pred_batched and any(map(may_differentiate, [*cc, *carry])))
+    body_dims = [0 if g else d for d, g in zip(bc_dims, guard_bc)]
+
     def new_body(*xs):
         c, xs = (xs[:n_cc], xs[n_cc:]) if pred_batched else ((), xs)
         b, old = xs[:n_bc], list(xs[n_bc:])
-        new = _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
         if not pred_batched:
-            return new
-        return _masked(_batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False),
-                       new, old)
+            return _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
+        pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
+        b_in, c_in = b, old
+        if guarding:
+            b_in = [guard(pred, bdim_at_front(x, d, axis.size)) if g else x
+                    for x, d, g in zip(b, bc_dims, guard_bc)]
+            c_in = [guard(pred, x) if d is not not_mapped else x for x, d in zip(old, cdims)]
+        new = _batched_body(body_jaxpr, axis, body_dims, cdims, b_in, c_in)
+        return _masked(pred, new, old)
 
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,
                                       "while_cond_vmap")
@@ -390,13 +402,18 @@ def _step(staged, n_const, n_rows):
     return Jaxpr([], [*v[:n_const], *rest, *rows], staged.eqns, staged.outvars, "while_step")
 
 
-def _masked_step(step, n_carry_at, n_carry):
-    """`step` with a last input, a predicate: false keeps the carries (at positions
-    n_carry_at..). Returns (jaxpr, captured consts)."""
+def _masked_step(step, n_lin_at, n_lin, n_carry):
+    """`step` with a last input, a predicate: false keeps the carries (the last n_carry of
+    the n_lin linear inputs at positions n_lin_at..) and feeds the step zeros for the
+    linear inputs, so that a finished element's rows never meet a cotangent. Returns
+    (jaxpr, captured consts)."""
     from mytorch.lax.elementwise import select_n
 
     def fun(*xs):
-        new = eval_jaxpr(step, [], *xs[:-1])
+        p, lin = xs[-1], range(n_lin_at, n_lin_at + n_lin)
+        new = eval_jaxpr(step, [], *[guard_linear(p, x) if k in lin else x
+                                     for k, x in enumerate(xs[:-1])])
+        n_carry_at = n_lin_at + n_lin - n_carry
         return [select_n(xs[-1], old, x)
                 for old, x in zip(xs[n_carry_at:n_carry_at + n_carry], new)]
 
@@ -415,10 +432,13 @@ def _run_known(cond, body, cc, bc, carry):
         p = eval_jaxpr(cond, [], *cc, *carry)[0]
         if not _host_any(p):
             return carry, rows, preds
-        outs = eval_jaxpr(body, [], *bc, *carry)
-        new = outs[:n]
-        if type(p) is not ArrayImpl:  # batched (or traced): finished elements stay put
-            new = [select_n(p, old, x) for old, x in zip(carry, new)]
+        if type(p) is ArrayImpl:
+            outs = eval_jaxpr(body, [], *bc, *carry)
+            new = outs[:n]
+        else:  # batched (or traced): finished elements stay put, and feed the body
+            # guarded values (their rows' derivatives must not reach ours)
+            outs = eval_jaxpr(body, [], *[guard(p, x) for x in [*bc, *carry]])
+            new = [select_n(p, old, x) for old, x in zip(carry, outs[:n])]
         carry = new
         rows.append(outs[n:])
         preds.append(p)
@@ -517,7 +537,8 @@ def _while_partial_eval(trace, args, params):
     # transposes, differentiates again, batches and compiles as a scan does)
     n_consts = len(const_res) + len(ubc)
     step, step_consts = ((sp.step, []) if not masked else
-                         _masked_step(sp.step, n_consts, len(inits)))
+                         _masked_step(sp.step, len(const_res), len(ubc) + len(inits),
+                                      len(inits)))
     outs = StagingTrace.process_primitive(
         trace, scan_p, [*step_consts, *const_res, *ubc, *inits, *stacked],
         dict(jaxpr=step, num_consts=len(step_consts) + n_consts, num_carry=len(inits),
