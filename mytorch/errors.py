@@ -16,6 +16,14 @@ class ConcretizationTypeError(MytorchError, TypeError):
     """
 
 
+class NonConcreteBooleanIndexError(MytorchError, IndexError):
+    """A boolean mask index was traced: the result's shape would depend on its values.
+
+    Use `mnp.where(mask, x, fill)` to keep the shape, or `mnp.nonzero(mask, size=n)` for a
+    fixed number of indices.
+    """
+
+
 class UnexpectedTracerError(MytorchError):
     """A traced value was used after the transformation that created it ended."""
 

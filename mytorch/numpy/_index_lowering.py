@@ -10,8 +10,9 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, ArrayImpl, from_numpy
+from mytorch.core.source_info import where
 from mytorch.core.trace import Tracer
-from mytorch.errors import ConcretizationTypeError
+from mytorch.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
 from mytorch.numpy._promote import asarray_any, broadcast_to_shape
 
 _IDX = dtypes.int32
@@ -38,15 +39,16 @@ def _concrete(a):
 
 
 # ---- parsing an index ---------------------------------------------------------------------
-# Entries: ("int", i) static int, ("cint", i) int read from a concrete array (clamps/drops
-# like a traced one), ("dyn", a) traced 0-d int, ("slice", s), ("none",), ("ell",),
+# Entries: ("int", i) static int, ("cint", i) int read from a concrete array or an
+# out-of-bounds static int (clamps/drops like a traced one; _canonical turns in-bounds
+# ones into "int"), ("dyn", a) traced 0-d int, ("slice", s), ("none",), ("ell",),
 # ("arr", a) int array (NumPy int64 or Array), ("mask", m) static bool array,
 # ("newb", b) a 0-d bool (a new axis of length 1 or 0).
 def _mask_error(a):
-    return ConcretizationTypeError(
-        f"boolean mask indexing needs a concrete mask, but got a traced {_s(a)}: the result's "
-        "shape would depend on its values. Use mnp.where(mask, x, fill) to keep the shape, or "
-        "mnp.nonzero(mask, size=n) to get a fixed number of indices."
+    return NonConcreteBooleanIndexError(
+        f"boolean mask indexing needs a concrete mask, but got a traced {_s(a)}{where()}: the "
+        "result's shape would depend on its values. Use mnp.where(mask, x, fill) to keep the "
+        "shape, or mnp.nonzero(mask, size=n) to get a fixed number of indices."
     )
 
 
@@ -152,15 +154,21 @@ def _canonical(idx, shape):
         if kind == "mask":
             _check_mask(e[1], shape, ax)
             out.extend(("arr", nz.astype(np.int64)) for nz in np.nonzero(e[1]))
-        elif kind == "int":
-            n = shape[ax]
-            if not -n <= e[1] < n:
-                raise IndexError(f"index {e[1]} is out of bounds for axis {ax} with size {n}")
-            out.append(("int", e[1] % n))
+        elif kind in ("int", "cint"):
+            out.append(_int_entry(e[1], shape[ax], ax))
         else:
             out.append(e)
         ax += _consumed(e)
     return out, new_axes
+
+
+def _int_entry(i, n, ax):
+    """A static int index on an axis of size n: ("int", i) in [0, n) when in bounds, else
+    ("cint", i), which clamps (gathers) or drops (scatters) like a traced index does. Only
+    an empty axis raises, as it does for traced indices: there is nothing to clamp to."""
+    if n == 0:
+        raise IndexError(f"index {i} is out of bounds for axis {ax} with size 0")
+    return ("int", i % n) if -n <= i < n else ("cint", i)
 
 
 def _check_mask(m, shape, ax):
@@ -490,6 +498,7 @@ def _basic_update(name, x, entries, values, op):
 
 
 def _update(name, arr, idx, values, op, mode, sorted_, unique):
+    mode = lax.GatherScatterMode.from_any(mode, name, "drop")
     x, entries, new_axes = _prepare(arr, idx)
     v = asarray_any(values)
     if v.dtype != x.dtype or v.weak_type != x.weak_type:

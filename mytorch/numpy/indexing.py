@@ -9,8 +9,10 @@ into integer arrays, bounds of Python ints checked), then lowered:
   with NumPy's rules: index arrays broadcast together, and their dims replace the indexed
   axes in place when the advanced indices are adjacent, else go to the front.
 
-As in JAX: out-of-bounds array indices clamp on reads and are dropped on updates; negative
-ones count from the end (once). Python ints out of range raise IndexError, as in NumPy.
+As in JAX: out-of-bounds integer indices (Python ints, NumPy or mytorch arrays, static or
+traced alike) clamp on reads and are dropped on updates, unless `mode=` says otherwise;
+negative ones count from the end (once). Only an integer index into an empty axis raises
+IndexError. Slices keep NumPy's semantics (their bounds are clipped to the axis).
 
 Parsing and lowering live in _index_lowering.py and the take family in take_family.py
 (re-exported here); `getitem` and the `x.at[idx]` helpers are defined here.
@@ -44,25 +46,30 @@ def getitem(arr, idx, *, mode=None, fill_value=None, indices_are_sorted=False,
       arr: an array.
       idx: ints, slices, None, Ellipsis, integer arrays (mytorch, NumPy or lists; traced
         ones too) and static boolean masks, alone or in a tuple.
-      mode: for out-of-bounds array indices: None/"clip" clamp, "fill" returns
-        `fill_value` (NaN, or the dtype's min for ints, by default).
+      mode: for out-of-bounds integer indices (static or traced alike): None/"clip"/
+        "promise_in_bounds" clamp, "fill"/"drop" return `fill_value` (NaN for inexact
+        dtypes, the minimum of signed and the maximum of unsigned ints, True for bools, by
+        default). Negative indices first count from the end, once. Slices are clipped to
+        the axis as in NumPy.
 
     Returns:
       The selected elements, in NumPy's result shape.
 
     Raises:
-      IndexError: a Python int out of range, too many indices, mismatched masks.
-      ConcretizationTypeError: a traced boolean mask.
+      IndexError: an integer index into an empty axis, too many indices, mismatched masks.
+      NonConcreteBooleanIndexError (an IndexError): a traced boolean mask.
 
     >>> getitem(mnp.arange(6).reshape(2, 3), (slice(None), [2, 0]))  # doctest: +SKIP
     Array([[2, 0], [5, 3]], dtype=int32)
     """
+    mode = lax.GatherScatterMode.from_any(mode, "gather", "clip")
     x, entries, _ = _prepare(arr, idx)
     kinds = {e[0] for e in entries}
-    # ints read from arrays (traced or concrete) honour mode="fill"/"drop" as a gather;
-    # otherwise they clamp, and a slice or dynamic_slice is enough
-    from_arrays = kinds & {"dyn", "cint"}
-    if "arr" not in kinds and (not from_arrays or mode not in ("fill", "drop")):
+    # scalar indices that may be out of bounds (traced, or static ones found out of bounds)
+    # honour mode="fill" as a gather; otherwise they clamp, and a slice or dynamic_slice is
+    # enough
+    maybe_out = kinds & {"dyn", "cint"}
+    if "arr" not in kinds and (not maybe_out or mode != "fill"):
         return _basic_get(x, entries)
     return _indexer(x.shape, entries).gather(x, mode, fill_value, indices_are_sorted,
                                              unique_indices)
@@ -79,7 +86,8 @@ class IndexUpdateRef:
 
     Update values broadcast to the shape of `x[idx]` and are cast to x's dtype. Repeated
     indices accumulate for add/multiply/min/max; `set` keeps one of the values. Out-of-bounds
-    array indices are dropped (mode=None/"drop"/"fill") or clamped (mode="clip").
+    integer indices (static or traced) are dropped (mode=None/"drop"/"fill"/
+    "promise_in_bounds") or clamped (mode="clip"); `get` clamps them unless mode="fill".
     """
 
     __slots__ = ("array", "index")

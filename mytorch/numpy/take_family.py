@@ -50,16 +50,34 @@ def _index_array(name, indices):
 
 
 def _take_mode(name, p, n, mode):
-    """Index values for gather mode "clip"/"fill" following take's `mode`."""
+    """Index values and the gather mode for take's `mode` (JAX's rules): None/"fill" wrap
+    negative indices once and fill the other out-of-bounds ones; "clip" clamps into
+    [0, n-1] without wrapping (as NumPy); "wrap" takes indices modulo n."""
     if mode in (None, "fill"):
-        return _wrap_negative(p, n), "fill" if mode else "clip"
+        return _wrap_negative(p, n), "fill"
     if mode == "clip":
         return p, "clip"
     if mode == "wrap":
         return (_modulo(p, n) if n else p), "clip"
     raise ValueError(
-        f"{name}: mode must be None, 'clip', 'wrap' or 'fill', got {mode!r} (indices may be "
+        f"{name}: mode must be None, 'fill', 'clip' or 'wrap', got {mode!r} (indices may be "
         "traced, so 'raise' is not available)"
+    )
+
+
+def _along_mode(name, p, n, mode):
+    """Index values and the gather mode for take_along_axis's `mode` (JAX's rules): negative
+    indices wrap once, except with "promise_in_bounds"; then None/"fill" fill and "clip"
+    clamps the out-of-bounds ones; "wrap" takes indices modulo n."""
+    if mode == "wrap":
+        return (_modulo(p, n) if n else p), "clip"
+    if mode in (None, "fill", "clip"):
+        return _wrap_negative(p, n), mode or "fill"
+    if mode == "promise_in_bounds":
+        return p, mode
+    raise ValueError(
+        f"{name}: mode must be None, 'fill', 'clip', 'wrap' or 'promise_in_bounds', got "
+        f"{mode!r}"
     )
 
 
@@ -73,9 +91,11 @@ def take(a, indices, axis=None, mode=None, fill_value=None, *, unique_indices=Fa
 
     Args:
       indices: an int array (static or traced) of any shape.
-      mode: None (negative indices count from the end, out-of-bounds clamp), "clip" (clamp
-        into [0, n-1], no negative indexing, as NumPy), "wrap" (modulo n) or "fill"
-        (out-of-bounds give `fill_value`).
+      mode: None or "fill" (default: negative indices count from the end once; other
+        out-of-bounds indices give `fill_value`), "clip" (clamp into [0, n-1], no negative
+        indexing, as NumPy) or "wrap" (modulo n).
+      fill_value: for "fill": default NaN for inexact dtypes, the minimum of signed and the
+        maximum of unsigned integers, True for bools (JAX's choice).
 
     Returns:
       Shape `a.shape[:axis] + indices.shape + a.shape[axis + 1:]`.
@@ -126,12 +146,25 @@ def _along_axis(name, x, indices, axis):
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """`arr` gathered along `axis` at `indices` (same rank; other dims broadcast).
 
+    Args:
+      arr: an array.
+      indices: an int array (static or traced) of `arr`'s rank.
+      axis: the axis to index (None: the flattened `arr`, with 1-D `indices`).
+      mode: None or "fill" (default: out-of-bounds indices give `fill_value`), "clip"
+        (clamp into [0, n-1]), "wrap" (modulo n) or "promise_in_bounds". Except with
+        "promise_in_bounds", negative indices first count from the end, once.
+      fill_value: for "fill": as for `take` (NaN for inexact dtypes).
+
     Returns:
-      The broadcast shape of `arr` and `indices`, with `indices`' size along `axis`.
+      The broadcast shape of `arr` and `indices`, with `indices`' size along `axis` (zeros
+      when `arr` is empty along `axis`).
     """
     x = _arr(arr)
     x, ax, pieces, out = _along_axis("take_along_axis", x, indices, axis)
-    p, gmode = _take_mode("take_along_axis", pieces[ax][0], x.shape[ax], mode)
+    if x.shape[ax] == 0:  # nothing to read: JAX gives zeros
+        return lax.broadcast_in_dim(from_numpy(np.zeros((), x.dtype), weak_type=x.weak_type),
+                                    out, ())
+    p, gmode = _along_mode("take_along_axis", pieces[ax][0], x.shape[ax], mode)
     pieces[ax] = (p, pieces[ax][1])
     n = x.ndim
     g = _Gather(x.shape, pieces, out, (), range(n), range(n), (1,) * n)
@@ -340,18 +373,30 @@ def place(arr, mask, vals, *, inplace=False):
     return lax.reshape(_update("place", _ravel(x), pos, v, "set", None, True, True), x.shape)
 
 
+def _clamp(p, lo, hi):
+    if isinstance(p, np.ndarray):
+        return np.clip(p, lo, max(hi, lo))
+    return lax.clamp(lo, _as_index(p), max(hi, lo))
+
+
 def put(a, ind, v, mode=None, *, inplace=False):
     """A copy of `a` with the flat positions `ind` set to `v` (repeated cyclically).
 
-    mode: None/"fill"/"drop" (out-of-bounds are dropped), "clip" or "wrap".
+    mode: None (JAX's default: negative positions count from the end once, then every
+    position is clamped into [0, size-1]), "clip" (clamped, no negative positions, as
+    NumPy), "wrap" (modulo size), or "fill"/"drop" (out-of-bounds positions are dropped).
     """
     if inplace:
         raise ValueError("put: mytorch arrays are immutable; pass inplace=False")
     x = _arr(a)
     p = _index_array("put", ind)
     p = _ravel(p) if isinstance(p, Array) else p.reshape(-1)
+    # x.at[] wraps negative positions once: clamp so that it sees what JAX's put does
     if mode == "wrap":
         p, mode = _modulo(p, x.size), "clip"
+    elif mode in (None, "clip"):
+        p = _clamp(p, 0 if mode else -x.size, x.size - 1)
+        mode = "clip"
     vals = _ravel(_arr(v))
     if vals.shape[0] != p.shape[0] and p.shape[0]:
         if vals.size == 0:
