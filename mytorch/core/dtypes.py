@@ -114,13 +114,58 @@ def default_int():
     return int64 if config.enable_x64 else int32
 
 
+def to_dtype(x):
+    """The NumPy dtype that the dtype-like `x` names (not canonicalised).
+
+    Accepted: NumPy dtypes; names and codes (`"float16"`, `"f2"`, `"<f4"`, `"bfloat16"`);
+    NumPy and ml_dtypes scalar types (`np.int8`, `ml_dtypes.bfloat16`); anything with a
+    `dtype` attribute holding a dtype (`mnp.int8`, arrays, ShapeDtypeStruct); the Python
+    types `bool`, `int` and `float` (the default bool, int and float dtypes).
+    """
+    if isinstance(x, np.dtype):
+        return x
+    if x is bool:
+        return bool_
+    if x is int:
+        return default_int()
+    if x is float:
+        return default_float()
+    if x is complex:
+        raise TypeError("mytorch does not support complex dtypes")
+    d = getattr(x, "dtype", None)  # on np.int8 itself this is a descriptor, not a dtype
+    if isinstance(d, np.dtype):
+        return d
+    try:
+        return np.dtype(x)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{x!r:.60} does not name a dtype: give a dtype (np.float32, mnp.int8), a name "
+            "or code ('float16', 'f2'), or a Python type (bool, int, float)"
+        ) from None
+
+
+def to_dtype_and_weak(x):
+    """(dtype, weak) named by the dtype-like `x`: the Python types `int` and `float` are
+    the weak int and float categories (as Python scalars are), everything else is strong."""
+    if x is int or x is float:
+        return to_dtype(x), True
+    return to_dtype(x), False
+
+
+def is_canonical(dtype):
+    """Whether values of `dtype` can exist now: false for 64-bit dtypes without x64 (an
+    array made while x64 was on)."""
+    return config.enable_x64 or dtype not in _NARROW
+
+
 def canonicalize(dtype, *, explicit=False):
-    """The dtype mytorch stores for `dtype`: 64-bit types narrow to 32 bits without x64.
+    """The dtype mytorch stores for `dtype` (any dtype-like, see `to_dtype`): 64-bit types
+    narrow to 32 bits without x64.
 
     With `explicit=True` (the user named the dtype) a narrowing warns with X64Warning.
     Unsupported dtypes (complex, strings, objects) raise TypeError.
     """
-    d = np.dtype(dtype)
+    d = to_dtype(dtype)
     if d not in _SHORT_NAMES:
         raise TypeError(
             f"mytorch does not support dtype {d}; supported: "
@@ -153,7 +198,9 @@ def promote(dtype_a, weak_a, dtype_b, weak_b):
     if hit is not None:
         return hit
     if dtype_a == dtype_b:
-        out = (canonicalize(dtype_a), weak_a and weak_b)
+        # no promotion happens, so nothing narrows (an int64 array made while x64 was on
+        # stays int64 with itself, as in JAX); the lattice joins below narrow
+        out = (dtype_a if not (weak_a or weak_b) else canonicalize(dtype_a), weak_a and weak_b)
         _JOIN_CACHE[key] = out
         return out
     if weak_a and weak_b:
@@ -174,8 +221,10 @@ def promote(dtype_a, weak_a, dtype_b, weak_b):
 
 
 def promote_types(a, b):
-    """The promoted dtype of two (strong) dtypes, like `jnp.promote_types`."""
-    return promote(np.dtype(a), False, np.dtype(b), False)[0]
+    """The promoted dtype of two dtype-likes, like `jnp.promote_types` (the Python types
+    `int` and `float` are weak: `promote_types(int, int8)` is int8)."""
+    (da, wa), (db, wb) = to_dtype_and_weak(a), to_dtype_and_weak(b)
+    return promote(canonicalize(da), wa, canonicalize(db), wb)[0]
 
 
 def python_scalar_dtype(x):
@@ -193,9 +242,9 @@ def python_scalar_dtype(x):
 
 def finfo(dtype):
     """Machine limits of a float dtype (bfloat16 included)."""
-    return ml_dtypes.finfo(np.dtype(dtype))
+    return ml_dtypes.finfo(to_dtype(dtype))
 
 
 def iinfo(dtype):
     """Machine limits of an integer dtype."""
-    return np.iinfo(np.dtype(dtype))
+    return np.iinfo(to_dtype(dtype))

@@ -112,6 +112,11 @@ def _integer_pow(x, y):
         return np.ones_like(x)
     if y < 0:
         return (1 / np.power(x, -y)).astype(x.dtype)
+    if x.dtype.kind in "iu" and y > np.iinfo(x.dtype).max:
+        # NumPy refuses an exponent x's dtype cannot hold; 64-bit powers wrap to the same
+        # low bits
+        wide = np.uint64 if x.dtype.kind == "u" else np.int64
+        return np.power(x.astype(wide), wide(y)).astype(x.dtype)
     return np.power(x, y)
 
 

@@ -9,7 +9,10 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array, scalar_array
 from mytorch.core.source_info import where as _where_info
 from mytorch.numpy._promote import (
-    asarray_any, broadcast_to_shape, promote_args, promote_args_inexact, result_type,
+    asarray_any,
+    broadcast_to_shape,
+    promote_args,
+    promote_args_inexact,
 )
 
 _LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
@@ -68,18 +71,20 @@ def _require(name, arrays, kinds, what):
 
 
 def _check_python_ints(name, args):
-    """OverflowError for a Python int that does not fit the integer result dtype."""
+    """OverflowError for a Python int outside the default int (int32 without x64): a weak
+    int is a value of that type. One that fits converts to a narrower integer result dtype
+    with wraparound (`uint8_array + 256` adds 0), as in JAX."""
     ints = [a for a in args if type(a) is int]
     if not ints:
         return
-    dtype = result_type(*args)
-    if dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
-        for v in ints:
-            if not info.min <= v <= info.max:
-                raise OverflowError(
-                    f"{name}: Python integer {v} out of bounds for {dtype}{_where_info()}"
-                )
+    info = np.iinfo(dtypes.default_int())
+    for v in ints:
+        if not info.min <= v <= info.max:
+            raise OverflowError(
+                f"{name}: Python integer {v} does not fit the default int type "
+                f"{info.dtype} (a Python int operand is a weakly typed {info.dtype}); "
+                f"make it an array of a wider dtype{_where_info()}"
+            )
 
 
 def _args(name, *args):

@@ -4,14 +4,12 @@ allclose, array_equal, array_equiv).
 Part of `mytorch.numpy.ufuncs`, whose docstring gives the promotion rules.
 """
 
-import numpy as np
-
 from mytorch import lax
 from mytorch.core import dtypes
-from mytorch.core.array import Array, is_python_scalar
+from mytorch.core.array import is_python_scalar
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, promote_args, promote_dtypes
 from mytorch.numpy._ufunc_util import (
-    _as_bool, _check_python_ints, _const, _filled, _float_args, _fn, _full, _isinf, _isnan,
+    _as_bool, _check_python_ints, _const, _float_args, _fn, _full, _isinf, _isnan,
     _select, _to_shape,
 )
 from mytorch.numpy.arithmetic import add, multiply
@@ -47,30 +45,11 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
 
 
 # ---- comparisons and logic ------------------------------------------------------------------
-def _out_of_range(op, x1, x2):
-    """For an integer array compared with a Python int outside its range: the constant
-    answer (as NumPy 2), else None."""
-    for arr, v, right in ((x1, x2, True), (x2, x1, False)):
-        if type(v) is not int or not isinstance(arr, Array) or not dtypes.is_int(arr.dtype):
-            continue
-        info = np.iinfo(arr.dtype)
-        if info.min <= v <= info.max:
-            return None
-        above = v > info.max  # then arr < v everywhere
-        arr_less = above if right else not above
-        answer = {"equal": False, "not_equal": True, "less": arr_less,
-                  "less_equal": arr_less, "greater": not arr_less,
-                  "greater_equal": not arr_less}[op]
-        return _filled(arr.shape, answer, dtypes.bool_)
-    return None
-
-
 def _comparison(name, lax_fn, sym):
     def fn(x1, x2):
-        x1, x2 = (v if is_python_scalar(v) else asarray_any(v) for v in (x1, x2))
-        fixed = _out_of_range(name, x1, x2)
-        if fixed is not None:
-            return fixed
+        # a Python int is a weak default int: one outside a narrow operand's range wraps
+        # (uint8_array < 256 compares with 0), as in JAX
+        _check_python_ints(name, (x1, x2))
         return lax_fn(*promote_args(name, x1, x2))
 
     return _fn(name, fn, f"x1 {sym} x2 elementwise, broadcast and promoted: a bool array.")

@@ -78,14 +78,6 @@ def _scalar_value(value, dtype):
         return np.asarray(value).astype(dtype)
 
 
-def _check_fill(name, value, dtype):
-    """OverflowError for a Python int fill value outside an integer dtype (as NumPy 2)."""
-    if type(value) is int and dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
-            raise OverflowError(f"{name}: Python integer {value} out of bounds for {dtype}")
-
-
 def _static_number(x, name, what):
     """A Python number read from a static argument of `name`."""
     if isinstance(x, Tracer):
@@ -185,9 +177,8 @@ def full(shape, fill_value, dtype=None):
                 d, weak = dtypes.python_scalar_dtype(fill_value)
                 return _fill(shape, fill_value, d, weak)
             return _fill(shape, fill_value, dtypes.canonicalize(np.asarray(fill_value).dtype))
-        dtype = _dtype_arg(dtype)
-        _check_fill("full", fill_value, dtype)
-        return _fill(shape, fill_value, dtype)
+        # an integer fill wraps into a narrow dtype (full(2, 300, uint8) is 44), as in JAX
+        return _fill(shape, fill_value, _dtype_arg(dtype))
     value = asarray_any(fill_value, _dtype_arg(dtype))
     return _broadcast_to(value, shape, "full")
 
@@ -207,7 +198,6 @@ def _like(name, a, fill_value, dtype, shape):
         value = asarray_any(fill_value)
         value = lax.convert_element_type(value, d, weak_type=weak)
         return _broadcast_to(value, out_shape, name)
-    _check_fill(name, fill_value, d)
     return _fill(out_shape, fill_value, d, weak)
 
 

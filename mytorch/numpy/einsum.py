@@ -1,6 +1,7 @@
 """`einsum` and `einsum_path`: Einstein summation lowered to pairwise `lax.dot_general`s.
 
-Subscripts follow NumPy: `"ij,jk->ik"`, implicit output (`"ij,jk"`: the labels that occur
+Subscripts follow NumPy (with JAX's wider labels: any character but `,->.`, so digits
+work too): `"ij,jk->ik"`, implicit output (`"ij,jk"`: the labels that occur
 once, sorted, after any ellipsis dims), `...` for broadcast leading dims, repeated labels
 within one operand (`"ii->i"`: a diagonal), and labels summed away. NumPy's interleaved form
 `einsum(a, [0, 1], b, [1, 2], [0, 2])` works too.
@@ -26,6 +27,7 @@ from mytorch.numpy._promote import asarray_any, promote_dtypes
 __all__ = ["einsum", "einsum_path"]
 
 _LETTERS = string.ascii_letters
+_RESERVED = frozenset(",->.")  # labels are any other character: digits too, as in JAX
 
 
 # ---- parsing ------------------------------------------------------------------------------
@@ -64,11 +66,11 @@ def _split_term(term, ndim, k):
     """Labels of one operand's term, with '.' marking where ellipsis dims go."""
     if term.count("...") > 1 or term.replace("...", "").count("."):
         raise ValueError(f"einsum: subscripts {term!r} of operand {k} have a misplaced '.'")
-    bad = [c for c in term.replace("...", "") if c not in _LETTERS]
+    bad = [c for c in term.replace("...", "") if c in _RESERVED]
     if bad:
         raise ValueError(
-            f"einsum: subscripts may only use letters a-z, A-Z and '...', got {bad[0]!r} in "
-            f"{term!r}"
+            f"einsum: a label may be any character but ',', '-', '>' and '.' (besides "
+            f"'...'), got {bad[0]!r} in {term!r}"
         )
     named = len(term.replace("...", ""))
     if "..." in term:

@@ -1,8 +1,9 @@
 """Elementwise functions (NumPy's ufuncs) over broadcast, promoted operands.
 
 Arguments broadcast with NumPy's rules and promote by the lattice in mytorch/core/dtypes.py:
-Python scalars are weak (`x_f16 * 2.0` stays float16), and a Python int that does not fit
-the integer result dtype raises OverflowError (as NumPy 2). Functions that only make sense
+Python scalars are weak (`x_f16 * 2.0` stays float16). A Python int is a weak default int
+(int32 without x64): one outside that range raises OverflowError, one outside a narrower
+integer result dtype wraps into it (`uint8_array + 256` adds 0), as in JAX. Functions that only make sense
 on floats (sqrt, exp, sin, ...) convert integer and bool input to the default float
 (float32 without x64; NumPy gives float16/float64 by width). Low-precision floats (float16,
 bfloat16) are computed in float32 where a function takes several rounding steps.

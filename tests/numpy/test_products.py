@@ -286,8 +286,20 @@ def test_einsum_errors():
         P.einsum("ij->ii", a)
     with pytest.raises(ValueError, match="has no '...'"):
         P.einsum("...j->j", from_numpy(np.ones((2, 2, 3), np.float32)))
-    with pytest.raises(ValueError, match="letters"):
-        P.einsum("i1", a)
+    with pytest.raises(ValueError, match="any character but"):
+        P.einsum("i-,j", a, a)
+
+
+def test_einsum_digit_and_symbol_labels():
+    # JAX 0.10 accepts any label character but ",->."; the implicit output sorts by code
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    y = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    a, b = from_numpy(x), from_numpy(y)
+    for spec in ("i1,1j->ij", "01,12->02", "a1,1b", "i_,_j", "...1,1k->...k"):
+        assert_close(P.einsum(spec, a, b), x @ y, dtype=np.float32)
+    assert_close(P.einsum("21", a), x.T, dtype=np.float32)  # JAX: the transpose
+    assert_close(P.einsum("1,1->", a[0], a[0]), 5.0, dtype=np.float32)
+    assert_close(mt.jit(lambda u, v: P.einsum("i1,1j", u, v))(a, b), x @ y, dtype=np.float32)
 
 
 def test_einsum_path_beats_left_to_right_on_a_chain():
