@@ -17,6 +17,7 @@ from mytorch.core.array import Array, from_numpy
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
+from mytorch.tree_util import Partial
 from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.elementwise import convert_element_type
 from mytorch.lax._batching import moveaxis
@@ -92,6 +93,37 @@ def _split_aux(store, outs):
     return outs[:n], tree_util.tree_unflatten(store["aux_tree"], leaves)
 
 
+def _is_static(x):
+    """Whether a primal leaf passes to the function untouched: a Python or NumPy int or
+    bool has no tangent, and stays a hashable value (e.g. for a jitted function's
+    static_argnums), as in JAX."""
+    return isinstance(x, (bool, int, np.bool_, np.integer))
+
+
+def _primal_leaves(primals, what):
+    """(the primal leaves as given, static flags, the other leaves as arrays, treedef)."""
+    raw, tree = tree_util.tree_flatten(primals)
+    static = [_is_static(x) for x in raw]
+    arrays, _ = leaves_as_arrays([x for x, st in zip(raw, static) if not st], what)
+    return raw, static, arrays, tree
+
+
+def _with_static(flat, raw, static):
+    """`flat` of the non-static leaves, the static ones put back in their places."""
+    if not any(static):
+        return flat
+
+    def with_static(*xs):
+        it = iter(xs)
+        return flat(*[x if st else next(it) for x, st in zip(raw, static)])
+
+    return with_static
+
+
+def _dynamic(leaves, static):
+    return [x for x, st in zip(leaves, static) if not st]
+
+
 def jvp(fun, primals, tangents, has_aux=False):
     """Forward mode: (fun(*primals), J(primals) @ tangents), both pytrees like fun's output.
 
@@ -128,7 +160,10 @@ def jvp(fun, primals, tangents, has_aux=False):
             )
         ts.append(t)
     flat, store = _flat_fun(fun, p_tree, has_aux, "jvp")
-    outs, t_outs = jvp_flat(flat, p_leaves, ts, f"jvp({_name(fun)})")
+    raw = tree_util.tree_leaves(tuple(primals))
+    static = [_is_static(x) for x in raw]
+    outs, t_outs = jvp_flat(_with_static(flat, raw, static), _dynamic(p_leaves, static),
+                            _dynamic(ts, static), f"jvp({_name(fun)})")
     outs, aux = _split_aux(store, outs)
     t_outs = [instantiate(t) for t in t_outs[:store["n_out"]]]
     out_tree = store["out_tree"]
@@ -143,22 +178,33 @@ def linearize(fun, *primals, has_aux=False):
 
 
 def _linearize(fun, primals, has_aux, what):
-    p_leaves, p_tree = leaves_as_arrays(primals, what)
+    raw, static, p_leaves, p_tree = _primal_leaves(primals, what)
     flat, store = _flat_fun(fun, p_tree, has_aux, what)
-    outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
+    outs, linear, _ = linearize_flat(_with_static(flat, raw, static), p_leaves,
+                                     _trace_name(what, fun))
     outs, aux = _split_aux(store, outs)
-    n_out = store["n_out"]
     out_tree = store["out_tree"]
-
-    def f_jvp(*tangents):
-        t_leaves, t_tree = leaves_as_arrays(tangents, "linearize's f_jvp")
-        if t_tree != p_tree:
-            raise TypeError(f"f_jvp: expected tangents of structure {p_tree}, got {t_tree}")
-        t_outs = eval_jaxpr(linear.jaxpr, linear.consts, *t_leaves)[:n_out]
-        return tree_util.tree_unflatten(out_tree, t_outs)
-
+    f_jvp = Partial(_Pushforward(linear.jaxpr, p_tree, static, out_tree, store["n_out"]),
+                    list(linear.consts))
     out = tree_util.tree_unflatten(out_tree, outs)
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+class _Pushforward:
+    """linearize's f_jvp without its residuals, which `Partial` holds as pytree leaves
+    (so that f_jvp can pass in and out of jitted functions)."""
+
+    def __init__(self, jaxpr, p_tree, static, out_tree, n_out):
+        self.jaxpr, self.p_tree, self.static = jaxpr, p_tree, static
+        self.out_tree, self.n_out = out_tree, n_out
+
+    def __call__(self, residuals, *tangents):
+        t_leaves, t_tree = leaves_as_arrays(tangents, "linearize's f_jvp")
+        if t_tree != self.p_tree:
+            raise TypeError(
+                f"f_jvp: expected tangents of structure {self.p_tree}, got {t_tree}")
+        t_outs = eval_jaxpr(self.jaxpr, residuals, *_dynamic(t_leaves, self.static))
+        return tree_util.tree_unflatten(self.out_tree, t_outs[:self.n_out])
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -168,23 +214,41 @@ def vjp(fun, *primals, has_aux=False):
 
 
 def _vjp(fun, primals, has_aux, what):
-    p_leaves, p_tree = leaves_as_arrays(primals, what)
+    raw, static, p_leaves, p_tree = _primal_leaves(primals, what)
     flat, store = _flat_fun(fun, p_tree, has_aux, what)
-    outs, linear, _ = linearize_flat(flat, p_leaves, _trace_name(what, fun))
+    outs, linear, _ = linearize_flat(_with_static(flat, raw, static), p_leaves,
+                                     _trace_name(what, fun))
     aux_avals = [aval_of(o) for o in outs[store["n_out"]:]]
     outs, aux = _split_aux(store, outs)
     out_tree = store["out_tree"]
-    out_avals = [aval_of(o) for o in outs]
-    in_avals = [aval_of(p) for p in p_leaves]
+    pullback = _Pullback(fun, linear.jaxpr, p_tree, [aval_of(x) for x in raw], static,
+                         out_tree, [aval_of(o) for o in outs], aux_avals)
+    vjp_fn = Partial(pullback, list(linear.consts))
+    out = tree_util.tree_unflatten(out_tree, outs)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
-    def vjp_fn(cotangent):
+
+class _Pullback:
+    """vjp's vjp_fn without its residuals, which `Partial` holds as pytree leaves (so that
+    vjp_fn can pass in and out of jitted functions): `(residuals, cotangent) -> a tuple
+    with one cotangent per primal (same trees, shapes and dtypes as the primals)`."""
+
+    def __init__(self, fun, jaxpr, p_tree, in_avals, static, out_tree, out_avals, aux_avals):
+        self.name, self.jaxpr, self.p_tree, self.in_avals = _name(fun), jaxpr, p_tree, in_avals
+        self.static, self.out_tree, self.out_avals = static, out_tree, out_avals
+        self.aux_avals = aux_avals
+
+    def __repr__(self):
+        return f"<vjp_fn of {self.name}>"
+
+    def __call__(self, residuals, cotangent):
         ct_leaves, ct_tree = leaves_as_arrays(cotangent, "vjp_fn")
-        if ct_tree != out_tree:
+        if ct_tree != self.out_tree:
             raise TypeError(
-                f"vjp_fn: the cotangent must have the structure of {_name(fun)}'s output, "
-                f"{out_tree}, got {ct_tree}"
+                f"vjp_fn: the cotangent must have the structure of {self.name}'s output, "
+                f"{self.out_tree}, got {ct_tree}"
             )
-        for i, (ct, a) in enumerate(zip(ct_leaves, out_avals)):
+        for i, (ct, a) in enumerate(zip(ct_leaves, self.out_avals)):
             ca = aval_of(ct)
             if ca.shape != a.shape:
                 raise ValueError(
@@ -199,15 +263,13 @@ def _vjp(fun, primals, has_aux, what):
                         "output's dtype"
                     )
                 ct_leaves[i] = convert_element_type(ct, a.dtype)
-        cts = backward_pass(linear.jaxpr, linear.consts, [True] * len(p_leaves),
-                            [None] * len(p_leaves),
-                            ct_leaves + [Zero(a) for a in aux_avals])
+        n = len(self.jaxpr.invars)
+        cts = iter(backward_pass(self.jaxpr, residuals, [True] * n, [None] * n,
+                                 ct_leaves + [Zero(a) for a in self.aux_avals]))
+        cts = [Zero(a) if st else next(cts) for a, st in zip(self.in_avals, self.static)]
         cts = [instantiate(Zero(a) if not is_differentiable(a) else c)
-               for c, a in zip(cts, in_avals)]
-        return tuple(tree_util.tree_unflatten(p_tree, cts))
-
-    out = tree_util.tree_unflatten(out_tree, outs)
-    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+               for c, a in zip(cts, self.in_avals)]
+        return tuple(tree_util.tree_unflatten(self.p_tree, cts))
 
 
 def _argnums_tuple(argnums, nargs, fun, what):

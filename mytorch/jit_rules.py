@@ -98,7 +98,7 @@ class Executable:
         Python allows: what a jit cache hit runs."""
         n = len(self.donated)
         names = [f"a{i}" for i in range(n)]
-        lines = ["def run(args):", f"    {', '.join(names)}{',' if n else ''} = args"]
+        lines = ["def run(args):"] + ([f"    {', '.join(names)}, = args"] if n else [])
         bufs = []
         for i, (a, d) in enumerate(zip(names, self.donated)):
             if d:

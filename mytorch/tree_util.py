@@ -1,11 +1,14 @@
 """`mytorch.tree_util`: pytree utilities (the implementation lives in mytorch.core), plus the
-class decorators JAX offers for registering node types."""
+class decorators JAX offers for registering node types and `Partial`."""
+
+import functools
 
 from mytorch.core.tree_util import *  # noqa: F401,F403
 from mytorch.core.tree_util import __all__ as _core_all
 from mytorch.core.tree_util import register_pytree_node, register_pytree_with_keys
 
-__all__ = list(_core_all) + ["register_pytree_node_class", "register_pytree_with_keys_class"]
+__all__ = list(_core_all) + ["register_pytree_node_class", "register_pytree_with_keys_class",
+                             "Partial"]
 
 
 def _require(cls, decorator, methods, message):
@@ -62,3 +65,47 @@ def register_pytree_with_keys_class(cls):
     register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
                               flatten)
     return cls
+
+
+class Partial(functools.partial):
+    """`functools.partial` as a pytree: the bound arguments (positional and keyword) are its
+    children, the function its (hashable) aux data. So a function closing over arrays can be
+    passed to and returned from jitted functions; `vjp` and `linearize` return one.
+
+    Example:
+        >>> p = Partial(max, 1, 2)
+        >>> tree_leaves(p), p(3)
+        ([1, 2], 3)
+    """
+
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):
+            # functools.partial would merge the arguments of `func` into this one's: only
+            # the arguments given here are this pytree's children
+            func = _HashableCallable(func)
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+class _HashableCallable:
+    """A callable (a functools.partial) as aux data: equal when the callables are."""
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def __eq__(self, other):
+        return isinstance(other, _HashableCallable) and self.fun == other.fun
+
+    def __hash__(self):
+        return hash(self.fun)
+
+    def __repr__(self):
+        return f"_HashableCallable({self.fun!r})"
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))

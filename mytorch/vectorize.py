@@ -122,7 +122,8 @@ def _describe_path(fun, path):
 
 
 def _flatten_args(fun, in_axes, args, kwargs):
-    """The array leaves of (args, kwargs) with their batch dims (None or non-negative)."""
+    """The leaves of (args, kwargs) with their batch dims (None or non-negative): mapped
+    leaves as arrays, unmapped ones as they are."""
     if isinstance(in_axes, tuple):
         if len(in_axes) != len(args):
             raise ValueError(
@@ -143,6 +144,11 @@ def _flatten_args(fun, in_axes, args, kwargs):
     dims = arg_dims + [0] * (len(path_leaves) - len(arg_dims))
     leaves, paths, out_dims = [], [], []
     for (path, x), d in zip(path_leaves, dims):
+        if d is None:  # not mapped: passed to `fun` untouched (a static value stays one)
+            leaves.append(x)
+            paths.append(path)
+            out_dims.append(d)
+            continue
         try:
             x = asarray(x)
         except TypeError:

@@ -225,3 +225,34 @@ def _up_to(node, x, out):
     except _Mismatch as e:
         e.frames.append((h, x, i))
         raise
+
+
+# Hashing structures ---------------------------------------------------------------------------
+
+def structure_hash(node):
+    """A hash of a structure consistent with its equality, also when aux data is not
+    hashable (a dict or list a registered type keeps as its aux data): such values are
+    hashed through a canonical frozen form (a dict as the frozenset of its items, a list as
+    a tuple); other unhashable values by their type alone, leaving the rest to equality."""
+    try:
+        return hash(node)
+    except TypeError:
+        pass
+    if node is None:
+        return hash(None)
+    h, aux, kids = node
+    return hash((h, _frozen_hash(aux), tuple(structure_hash(k) for k in kids)))
+
+
+def _frozen_hash(x):
+    try:
+        return hash(x)
+    except TypeError:
+        pass
+    if isinstance(x, dict):  # keys are hashable; a dict equals an OrderedDict of its items
+        return hash(("dict", frozenset((k, _frozen_hash(v)) for k, v in x.items())))
+    if isinstance(x, (list, tuple)):  # a tuple equals a namedtuple of its items
+        return hash((type(x) is list, tuple(_frozen_hash(v) for v in x)))
+    if isinstance(x, (set, frozenset)):
+        return hash(frozenset(x))
+    return hash(type(x).__qualname__)

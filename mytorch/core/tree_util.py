@@ -7,7 +7,8 @@ keys) and types registered with `register_pytree_node`, `register_pytree_with_ke
 is a leaf.
 
 Internally a structure is a nested tuple ``(handler, aux_data, children)`` per node and
-``None`` per leaf; `PyTreeDef` wraps one together with its precomputed hash.
+``None`` per leaf; `PyTreeDef` wraps one together with its precomputed hash (dicts and
+lists held as aux data are hashed through a frozen form, so every treedef hashes).
 
 The key path entries live in tree_paths.py (re-exported here), the node handlers, the
 registry and the recursions over structures in tree_nodes.py.
@@ -29,6 +30,7 @@ from mytorch.core.tree_nodes import (
     _registry,
     _unflatten,
     _up_to,
+    structure_hash,
 )
 from mytorch.core.tree_paths import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
@@ -291,9 +293,7 @@ class PyTreeDef:
             return NotImplemented
         return self._hash == other._hash and self._node == other._node
 
-    def __hash__(self):
-        if self._hash is None:
-            raise TypeError(f"{self!r} is unhashable: it holds unhashable aux data")
+    def __hash__(self):  # aux data that is not hashable counts through a frozen form
         return self._hash
 
     def __repr__(self):
@@ -309,10 +309,7 @@ def _treedef(node, num_leaves=None):
     td = _new_object(PyTreeDef)
     _set_node(td, node)
     _set_num_leaves(td, _count(node)[0] if num_leaves is None else num_leaves)
-    try:
-        _set_hash(td, hash(node))
-    except TypeError:
-        _set_hash(td, None)
+    _set_hash(td, structure_hash(node))
     return td
 
 

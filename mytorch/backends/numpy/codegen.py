@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME
+from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.core.jaxpr import Literal, Var
@@ -71,7 +71,7 @@ class Generator:
         self.sub_texts = []  # generated source of sub-functions (shown by as_text)
         self.donated = donated
         for v, c in zip(jaxpr.constvars, consts, strict=True):
-            self.ns[self._bind(v, "c")] = np.asarray(c)
+            self.ns[self._bind(v, "c")] = np.asarray(c, dtype=v.aval.dtype)
             self._new_root(v, owned=False)
         self.params = [self._bind(v, "a") for v in jaxpr.invars]
         for v, d in zip(jaxpr.invars, donated, strict=True):
@@ -109,9 +109,12 @@ class Generator:
         return self.hoist(np.dtype(dt), "dt")
 
     def src(self, v, scalar_ok, flush=True):
-        """Source for reading operand `v`: a name, or an inlined Python scalar literal."""
+        """Source for reading operand `v`: a name, or a literal. A literal is a global holding
+        a 0-d array of the literal's dtype, or, where `scalar_ok` (the operand goes straight
+        into a ufunc beside an array of its dtype, see `emitters.inline_ok`), a Python
+        scalar, which NumPy's weak-scalar rule gives that same dtype."""
         if type(v) is Literal:
-            value = np.asarray(v.val)
+            value = np.asarray(v.val, dtype=v.aval.dtype)
             if scalar_ok and value.dtype.kind in "biuf" and np.isfinite(value):
                 return repr(value.item())
             return self.hoist(value, "l")
@@ -241,8 +244,8 @@ class Generator:
                     self._emit_nan_check(eqn)
                 return
         if fn is not None and not prim.multiple_results:
-            scalar_ok = any(type(v) is Var for v in eqn.invars)
-            expr = fn(self, eqn, [self.src(v, scalar_ok, flush=False) for v in eqn.invars])
+            expr = fn(self, eqn, [self.src(v, inline_ok(eqn, v), flush=False)
+                                  for v in eqn.invars])
             if expr is not None:
                 for v in eqn.invars:  # pending broadcasts the expression does read
                     if v in self.pending and re.search(rf"\b{self.names[v]}\b", expr):

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from mytorch.core.ad_util import add_any_p
+from mytorch.core.jaxpr import Var
 from mytorch.lax.dot import dot_general_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as red
@@ -63,7 +64,17 @@ def _ufunc_emitter(ufunc_name, floats_only=False):
             return None
         return _ufunc_call(g, eqn, args, ufunc_name)
 
+    emit.inline_scalars = True
     return emit
+
+
+def inline_ok(eqn, v):
+    """Whether operand `v` (when a literal) may be written as a Python scalar: only where
+    the emitter hands it straight to a ufunc beside an array of the literal's dtype, so
+    that NumPy's weak-scalar rule (NEP 50) computes in that dtype. Everywhere else a
+    literal is a typed 0-d array: a Python float there would be float64."""
+    return getattr(EMITTERS.get(eqn.primitive), "inline_scalars", False) and any(
+        type(w) is Var and w.aval.dtype == v.aval.dtype for w in eqn.invars)
 
 
 def _register_ufuncs():
@@ -177,6 +188,9 @@ def _clamp(g, eqn, args):
     return f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})"
 
 
+_clamp.inline_scalars = True
+
+
 @emitter(ew.convert_element_type_p)
 def _convert(g, eqn, args):
     src, dst = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
@@ -269,8 +283,10 @@ def _reduce_emitter(ufunc_name, need_nonempty):
         aval = eqn.invars[0].aval
         if need_nonempty and any(aval.shape[a] == 0 for a in eqn.params["axes"]):
             return None
-        g.fresh(eqn)
         axes = tuple(eqn.params["axes"])
+        if ufunc_name == "add" and _float_op(eqn) and _strided_sum(aval.shape, axes):
+            return None  # the kernel sums a strided axis in blocks (accurate_sum)
+        g.fresh(eqn)
         if ufunc_name == "add" and _float_op(eqn) and _trailing_rows(aval.shape, axes):
             return _einsum_sum(args[0], len(aval.shape), axes)
         dt = g.dtype(eqn.outvars[0].aval.dtype)
@@ -286,6 +302,13 @@ def _trailing_rows(shape, axes):
     n = len(shape)
     return bool(axes) and sorted(axes) == list(range(n - len(axes), n)) and \
         16 <= math.prod(shape[a] for a in axes) <= 4096 and math.prod(shape) >= 1 << 14
+
+
+def _strided_sum(shape, axes):
+    """A float sum over long non-trailing axes, which np.add.reduce adds row by row."""
+    n = len(shape)
+    lead = [a for a in axes if a not in range(n - len(axes), n)] if axes else []
+    return bool(lead) and math.prod(shape[a] for a in lead) > 256
 
 
 def _einsum_sum(x, ndim, axes):

@@ -16,7 +16,7 @@ read after the run are written to full-size arrays.
 
 import math
 
-from mytorch.backends.numpy.emitters import fusable
+from mytorch.backends.numpy.emitters import fusable, inline_ok
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
 
@@ -178,8 +178,7 @@ def emit_run(gen, eqns, run, pos):
             else:
                 bg.target = f"s{len(scratch)}"
                 scratch.append(out.aval.dtype)
-        scalar_ok = any(type(v) is Var for v in e.invars)
-        args = [_block_src(gen, local, v, scalar_ok) for v in e.invars]
+        args = [_block_src(gen, local, v, inline_ok(e, v)) for v in e.invars]
         expr = _emit(e, bg, args)
         name = bg.target
         local[out] = name
