@@ -40,7 +40,9 @@ def _lgamma(v):
 
 
 def _digamma(v):
-    if v <= 0 and v == math.floor(v):
+    if v == 0:  # SciPy: the one-sided limit, by the sign of zero
+        return -math.copysign(math.inf, v)
+    if v < 0 and v == math.floor(v):
         return math.nan
     if v < 0.5:  # reflection keeps the differences away from the poles
         return _digamma(1 - v) - math.pi / math.tan(math.pi * v)

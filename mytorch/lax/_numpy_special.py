@@ -56,11 +56,13 @@ def erf_inv(x):
 
 
 def digamma(x):
-    """The logarithmic derivative of Gamma; NaN at the poles (non-positive integers)."""
+    """The logarithmic derivative of Gamma. At the poles SciPy's values: -inf at +0, +inf
+    at -0 (the one-sided limits), NaN at the negative integers."""
     x = _f64(x)
     with np.errstate(all="ignore"):
         poles = (x <= 0) & (x == np.floor(x))
-        # reflection for x < 0.5: psi(x) = psi(1 - x) - pi / tan(pi x)
+        # reflection for x < 0.5: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi,
+        # so tan(pi r) with r = x - round(x) in [-1/2, 1/2] keeps full precision for large |x|
         reflect = x < 0.5
         z = np.where(reflect, 1.0 - x, x)
         shift = np.zeros_like(z)
@@ -75,5 +77,7 @@ def digamma(x):
         series = inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (
             1.0 / 240 - inv2 * (1.0 / 132 - inv2 * (691.0 / 32760 - inv2 / 12.0))))))
         psi = np.log(z) - 0.5 / z - series + shift
-        psi = np.where(reflect, psi - np.pi / np.tan(np.pi * x), psi)
-        return np.where(poles, np.nan, psi)
+        r = x - np.round(x)
+        psi = np.where(reflect, psi - np.pi / np.tan(np.pi * r), psi)
+        psi = np.where(poles, np.nan, psi)
+        return np.where(x == 0, np.copysign(np.inf, -np.copysign(1.0, x)), psi)

@@ -90,7 +90,10 @@ def trigamma(x):
     series = add(inv, mul(inv2, add(_c(z, 0.5), mul(inv, series))))
     value = add(acc, series)
     pi = _c(x, math.pi)
-    reflected = sub(div(square(pi), square(sin(mul(pi, x)))), value)
+    # sin^2 has period 1: sin(pi (x - round(x))) is exactly 0 at the poles (giving +inf,
+    # as JAX) and keeps full precision for large |x|
+    r = select(reflect, sub(x, ew.round(x)), add(_zeros_like(x), _c(x, 0.5)))  # safe: 1/2
+    reflected = sub(div(square(pi), square(sin(mul(pi, r)))), value)
     return select(reflect, reflected, value)
 
 

@@ -149,18 +149,26 @@ def hypot(x1, x2):
     return _in_f32(_hypot, *_float_args("hypot", x1, x2))
 
 
+# sin(t) / t = sum_k (-1)^k t^(2k) / (2k + 1)!, through t^16: below |t| = 1/2 its error
+# is under 1e-22, and the quotient's rounding (which costs its derivative about 1/t^2 ulps)
+# is avoided where t is small
+_SINC_SERIES = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(9))
+
+
 def sinc(x):
-    """sin(pi x) / (pi x), with sinc(0) = 1 (ints give the default float)."""
+    """sin(pi x) / (pi x), with sinc(0) = 1 (ints give the default float).
+
+    Near 0 (|pi x| < 1/2) it is the Maclaurin polynomial, so its derivatives of every order
+    are right there too (the first is 0 at 0, as JAX).
+    """
     def fn(v):
-        zero = lax.eq(v, 0.0)
-        pix = lax.mul(_select(zero, 1.0, v), math.pi)
-        # at 0: the Maclaurin polynomial of sin(t)/t in t = pi v, whose value there is 1
-        # and whose derivatives are sinc's up to 9th order (JAX: _sinc_maclaurin)
-        t2 = lax.square(lax.mul(v, math.pi))
-        series = lax.add(lax.mul(t2, -1 / 5040), 1 / 120)
-        series = lax.add(lax.mul(t2, lax.add(lax.mul(t2, series), -1 / 6)), 1.0)
-        series = lax.add(lax.mul(lax.mul(t2, t2), lax.mul(t2, lax.mul(t2, 1 / 362880))),
-                         series)
-        return _select(zero, series, lax.div(lax.sin(pix), pix))
+        t = lax.mul(v, math.pi)
+        small = lax.lt(lax.abs(t), 0.5)
+        pix = _select(small, 1.0, t)  # the quotient only sees |t| >= 1/2: safe
+        t2 = lax.square(_select(small, t, 0.0))
+        series = lax.full_like(t2, _SINC_SERIES[-1])
+        for c in reversed(_SINC_SERIES[:-1]):
+            series = lax.add(lax.mul(series, t2), c)
+        return _select(small, series, lax.div(lax.sin(pix), pix))
 
     return _in_f32(fn, _float_args("sinc", x)[0])

@@ -1,0 +1,54 @@
+"""Special functions (`jax.scipy.special`'s counterpart): logsumexp, softmax, the logistic
+pair, the error function family, the entropy terms, the gamma family and the normal
+distribution's CDF, its log and its inverse.
+
+Every function promotes its inputs to a float dtype (integers to the default float), works
+elementwise with NumPy broadcasting, and traces. float16/bfloat16 compute in float32 where
+precision needs it and return their own dtype.
+
+Values and derivatives are right over the whole domain, tails, poles and endpoints
+included: where plain differentiation would pass through an unsafe branch of a select
+(log_ndtr's and ndtri's tails, logit's and entr's endpoints, xlogy at x = 0) the function
+carries a closed-form `custom_jvp` rule, itself safe to differentiate again.
+
+    logsumexp(f32[3,4], axis=1) -> f32[3]     ndtri(f32[5]) -> f32[5]
+"""
+
+from mytorch.scipy.special._elementary import (
+    entr,
+    erf,
+    erfc,
+    erfinv,
+    expit,
+    kl_div,
+    logit,
+    rel_entr,
+    xlog1py,
+    xlogy,
+)
+from mytorch.scipy.special._gamma import betaln, digamma, gammaln, multigammaln
+from mytorch.scipy.special._logsumexp import log_softmax, logsumexp, softmax
+from mytorch.scipy.special._normal import log_ndtr, ndtr, ndtri
+
+__all__ = [
+    "betaln",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfinv",
+    "expit",
+    "gammaln",
+    "kl_div",
+    "log_ndtr",
+    "log_softmax",
+    "logit",
+    "logsumexp",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "rel_entr",
+    "softmax",
+    "xlog1py",
+    "xlogy",
+]
