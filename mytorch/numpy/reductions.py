@@ -273,7 +273,7 @@ def nanargmin(a, axis=None, out=None, keepdims=False):
 
 
 # ---- cumulative reductions ---------------------------------------------------------------
-def _cumulative(name, a, axis, dtype, out, is_prod, nan):
+def _cumulative(name, a, axis, dtype, out, is_prod, nan, widen=False):
     _no_out(name, out)
     x = _arr(a)
     if axis is None or x.ndim == 0:
@@ -284,7 +284,8 @@ def _cumulative(name, a, axis, dtype, out, is_prod, nan):
         ax = _axis1(name, x, axis)
     if nan:
         x = _nan_fill(x, 1 if is_prod else 0)
-    dt = _user_dtype(dtype) or _int_promote(x.dtype)
+    # JAX keeps narrow ints in cumsum/cumprod (they wrap); bool counts in the default int
+    dt = _user_dtype(dtype) or (_int_promote(x.dtype) if widen else x.dtype)
     if dtypes.is_bool(dt):
         dt = dtypes.default_int()
     x = _cast(x, dt, x.weak_type and dtype is None)
@@ -292,17 +293,18 @@ def _cumulative(name, a, axis, dtype, out, is_prod, nan):
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Running sum along `axis` (None: over the flattened array); dtype rules of `sum`.
+    """Running sum along `axis` (None: over the flattened array). The dtype is `a`'s
+    (bool: the default int), as in JAX: narrow ints wrap; pass `dtype=` to widen.
 
     >>> cumsum(np.array([[1, 2], [3, 4]], np.int8), axis=1)
     Array([[1, 3],
-           [3, 7]], dtype=int32)
+           [3, 7]], dtype=int8)
     """
     return _cumulative("cumsum", a, axis, dtype, out, False, False)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-    """Running product along `axis` (None: flattened); dtype rules of `prod`."""
+    """Running product along `axis` (None: flattened); dtype rules of `cumsum`."""
     return _cumulative("cumprod", a, axis, dtype, out, True, False)
 
 
@@ -327,7 +329,7 @@ def _cumulative_api(name, x, axis, dtype, include_initial, is_prod):
         raise ValueError(f"{name}: needs an array of at least one dimension, got "
                          f"{x.aval.str_short()}")
     ax = _axis1(name, x, axis)
-    res = _cumulative(name, x, ax, dtype, None, is_prod, False)
+    res = _cumulative(name, x, ax, dtype, None, is_prod, False, widen=not is_prod)
     if not include_initial:
         return res
     shape = tuple(1 if i == ax else d for i, d in enumerate(res.shape))
@@ -335,12 +337,14 @@ def _cumulative_api(name, x, axis, dtype, include_initial, is_prod):
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Running sum along `axis` (NumPy 2 / Array API); `include_initial` prepends a zero."""
+    """Running sum along `axis` (NumPy 2 / Array API); `include_initial` prepends a zero.
+    Narrow ints widen as in `sum` (JAX's rule; `cumsum` keeps them)."""
     return _cumulative_api("cumulative_sum", x, axis, dtype, include_initial, False)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Running product along `axis`; `include_initial` prepends a one."""
+    """Running product along `axis`; `include_initial` prepends a one. The dtype is
+    `cumprod`'s (narrow ints kept, as JAX's)."""
     return _cumulative_api("cumulative_prod", x, axis, dtype, include_initial, True)
 
 

@@ -23,7 +23,7 @@ from mytorch.core.array import Array
 from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy._promote import broadcast_shapes, promote_dtypes
 from mytorch.numpy._reduce_util import (
-    _arr, _axes, _bcast, _cast, _full, _isnan, _ravel, _select, _slice_axis,
+    _arr, _axes, _bcast, _cast, _full, _inexact, _isnan, _ravel, _select, _slice_axis,
 )
 
 __all__ = [
@@ -539,7 +539,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
       density: normalise to a probability density.
 
     Returns:
-      `counts` (default int; the weights' dtype with weights; float with density) of
+      `counts` (the edges' float dtype, promoted with the weights' dtype, as JAX's) of
       `bins` entries, and the `bins + 1` edges. Bins are half-open except the last, which
       includes its right edge; values outside are dropped.
     """
@@ -555,11 +555,13 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
                              lax.ge(idx, _full((), nb, idx.dtype)))
     idx = lax.select_n(outside, idx, _full(xc.shape, nb, idx.dtype))  # dropped: past the end
     w = None if weights is None else _ravel(_arr(weights))
-    counts = _bincount_fixed(idx, w, nb)
+    fdt = _inexact(edges.dtype if w is None else dtypes.promote_types(edges.dtype, w.dtype))
+    counts = _bincount_fixed(idx, None if w is None else _cast(w, fdt, False), nb)
+    counts = _cast(counts, fdt, False)  # float counts, as JAX's
     if density:
-        fdt = edges.dtype
-        c = _cast(counts, fdt, False)
-        widths = lax.sub(lax.slice(edges, (1,), (nb + 1,)), lax.slice(edges, (0,), (nb,)))
+        c = counts
+        e = _cast(edges, fdt, False)
+        widths = lax.sub(lax.slice(e, (1,), (nb + 1,)), lax.slice(e, (0,), (nb,)))
         total = lax.reduce_sum(c, (0,))
         counts = lax.div(lax.div(c, widths), lax.broadcast_in_dim(total, (nb,), ()))
     return counts, edges

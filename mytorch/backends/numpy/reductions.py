@@ -3,7 +3,13 @@
 float16 and bfloat16 sums and products accumulate in float32 (as XLA's CPU backend does);
 bfloat16 is computed in float32 throughout, since ml_dtypes supports few NumPy reductions.
 Integer sums and products stay in the operand's dtype and wrap.
+
+Float sums keep rounding error growing like log n, as NumPy's pairwise summation does along
+a contiguous axis: a sum along any other axis, and every running sum or product, goes
+through blocks of `_BLOCK` elements whose partial results are combined the same way again.
 """
+
+import math
 
 import ml_dtypes
 import numpy as np
@@ -25,12 +31,86 @@ def _f32_if_bf16(x):
     return x.astype(_F32) if x.dtype == _BF16 else x
 
 
+# ---- blocked sums and scans: error growing like log n -----------------------------------
+_BLOCK = 128
+
+
+def _runs(axes):
+    """Sorted axes grouped into runs of consecutive axes: (0, 1, 3) -> [[0, 1], [3]]."""
+    runs = []
+    for a in sorted(axes):
+        if runs and runs[-1][-1] == a - 1:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    return runs
+
+
+def _sum_middle(x3, dtype):
+    """Sum of x3 (p, n, q) over its middle axis, keeping it: (p, 1, q). NumPy adds along a
+    strided axis one row after another (error growing like n); blocks of `_BLOCK` rows are
+    summed first, then their sums, and so on."""
+    p, n, q = x3.shape
+    while n > _BLOCK:
+        k = n // _BLOCK
+        m = k * _BLOCK
+        part = np.add.reduce(x3[:, :m].reshape(p, k, _BLOCK, q), axis=2, dtype=dtype)
+        if m < n:  # the short tail joins the last block
+            part[:, -1:] += np.add.reduce(x3[:, m:], axis=1, dtype=dtype, keepdims=True)
+        x3, n = part, k
+    return np.add.reduce(x3, axis=1, dtype=dtype, keepdims=True)
+
+
+def accurate_sum(x, axes, dtype):
+    """`np.add.reduce(x, axis=axes, dtype=dtype)` for floats with the rounding error of a
+    pairwise sum along every axis (NumPy's own is pairwise along a contiguous axis only)."""
+    axes = tuple(sorted(axes))
+    if not axes or x.dtype.kind not in "fc":
+        return np.add.reduce(x, axis=axes, dtype=dtype)
+    shape = x.shape
+    for run in reversed(_runs(axes)):
+        n = math.prod(x.shape[a] for a in run)
+        if n <= 2 * _BLOCK or (run[-1] == x.ndim - 1 and x.flags.c_contiguous):
+            x = np.add.reduce(x, axis=tuple(run), dtype=dtype, keepdims=True)
+            continue
+        p, q = math.prod(x.shape[:run[0]]), math.prod(x.shape[run[-1] + 1:])
+        kept = tuple(1 if i in run else d for i, d in enumerate(x.shape))
+        x = _sum_middle(x.reshape(p, n, q), dtype).reshape(kept)
+    return x.reshape(tuple(d for i, d in enumerate(shape) if i not in axes))
+
+
+def accurate_scan(ufunc, x, axis):
+    """`ufunc.accumulate(x, axis)` (add, multiply, logaddexp) in blocks: each block is
+    accumulated alone, the blocks' totals are scanned the same way, and each block is then
+    combined with the total before it, so the error grows like log n instead of n."""
+    n = x.shape[axis]
+    if n <= 2 * _BLOCK or x.dtype.kind not in "fc":
+        return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+    shape = x.shape
+    p, q = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    x3 = np.ascontiguousarray(x).reshape(p, n, q)
+    k = n // _BLOCK
+    m = k * _BLOCK
+    out = np.empty_like(x3)
+    head = out[:, :m].reshape(p, k, _BLOCK, q)  # a view of out
+    ufunc.accumulate(x3[:, :m].reshape(p, k, _BLOCK, q), axis=2, out=head)
+    totals = accurate_scan(ufunc, np.ascontiguousarray(head[:, :, -1, :]), 1)
+    ufunc(head[:, 1:], totals[:, :-1, None, :], out=head[:, 1:])
+    if m < n:
+        ufunc.accumulate(x3[:, m:], axis=1, out=out[:, m:])
+        ufunc(out[:, m:], totals[:, -1:, :], out=out[:, m:])
+    return out.reshape(shape)
+
+
 # ---- reductions over axes ----------------------------------------------------------------
 def _arith_reduce(ufunc):
     def kernel(x, *, axes):
         dt = x.dtype
         with np.errstate(all="ignore"):
-            out = ufunc.reduce(x, axis=axes, dtype=_accumulate_as(dt))
+            if ufunc is np.add:
+                out = accurate_sum(x, axes, _accumulate_as(dt))
+            else:
+                out = ufunc.reduce(x, axis=axes, dtype=_accumulate_as(dt))
             return np.asarray(out).astype(dt, copy=False)
 
     kernel.__name__ = f"reduce_{ufunc.__name__}"
@@ -112,11 +192,11 @@ def _cumulative(fn, upcast):
 
 
 def _cumsum(x, axis):
-    return np.cumsum(x, axis=axis, dtype=x.dtype)
+    return accurate_scan(np.add, x, axis)
 
 
 def _cumprod(x, axis):
-    return np.cumprod(x, axis=axis, dtype=x.dtype)
+    return accurate_scan(np.multiply, x, axis)
 
 
 def _cummax(x, axis):
@@ -129,7 +209,7 @@ def _cummin(x, axis):
 
 def _cumlogsumexp(x, axis):
     # logaddexp(a, b) = max + log1p(exp(-|a - b|)): no overflow, and -inf is its identity
-    return np.logaddexp.accumulate(x, axis=axis)
+    return accurate_scan(np.logaddexp, x, axis)
 
 
 numpy_backend.register(r.cumsum_p)(_cumulative(_cumsum, _accumulate_as))
