@@ -307,8 +307,9 @@ def _trailing_rows(shape, axes):
 def _strided_sum(shape, axes):
     """A float sum over long non-trailing axes, which np.add.reduce adds row by row."""
     n = len(shape)
-    lead = [a for a in axes if a not in range(n - len(axes), n)] if axes else []
-    return bool(lead) and math.prod(shape[a] for a in lead) > 256
+    while n and n - 1 in axes:  # the reduced trailing dims are contiguous: pairwise there
+        n -= 1
+    return math.prod(shape[a] for a in axes if a < n) > 256
 
 
 def _einsum_sum(x, ndim, axes):
