@@ -167,8 +167,14 @@ def _int_entry(i, n, ax):
     ("cint", i), which clamps (gathers) or drops (scatters) like a traced index does. Only
     an empty axis raises, as it does for traced indices: there is nothing to clamp to."""
     if n == 0:
-        raise IndexError(f"index {i} is out of bounds for axis {ax} with size 0")
+        raise _empty_axis_error(ax, i)
     return ("int", i % n) if -n <= i < n else ("cint", i)
+
+
+def _empty_axis_error(ax, i=None):
+    what = "index" if i is None else f"index {i}"
+    return IndexError(f"{what} is out of bounds for axis {ax} with size 0{where()}: an empty "
+                      "axis has no element to read or update")
 
 
 def _check_mask(m, shape, ax):
@@ -272,8 +278,7 @@ class _Gather:
 
     def gather(self, x, mode=None, fill_value=None, sorted_=False, unique=False):
         if self.reads_empty_axis is not None:
-            raise IndexError(f"index is out of bounds for axis {self.reads_empty_axis} with "
-                             "size 0")
+            raise _empty_axis_error(self.reads_empty_axis)
         if self.empty:
             y = _zeros(self.out_shape, x.dtype, x.weak_type)
         else:
@@ -361,7 +366,7 @@ def _advanced_group(entries, adv, shape):
             n = shape[x_ax]
             p = np.asarray(e[1]) if e[0] in ("int", "cint") else e[1]
             if e[0] == "dyn" and n == 0:
-                raise IndexError(f"index is out of bounds for axis {x_ax} with size 0")
+                raise _empty_axis_error(x_ax)
             members.append((_wrap_negative(p, n), x_ax))
             shapes.append(tuple(np.shape(p)) if isinstance(p, np.ndarray) else p.shape)
         x_ax += 1
@@ -395,7 +400,7 @@ def _basic_get(x, entries):
             drop.append(ax)
         elif kind == "dyn":
             if n == 0:
-                raise IndexError(f"index is out of bounds for axis {ax} with size 0")
+                raise _empty_axis_error(ax)
             bounds = (0, n, 1, False)
             drop.append(ax)
             dyn.append((ax, e[1]))
@@ -425,7 +430,7 @@ def _basic_get(x, entries):
 
 def _clamped(i, n, ax):
     if n == 0:
-        raise IndexError(f"index is out of bounds for axis {ax} with size 0")
+        raise _empty_axis_error(ax, i)
     return min(max(i + n if i < 0 else i, 0), n - 1)
 
 
