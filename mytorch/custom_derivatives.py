@@ -1,32 +1,33 @@
 """`custom_jvp` and `custom_vjp`: functions whose derivative rule is stated by hand.
 
-Outside any transformation the function simply runs. Under a transformation it is traced
-to a jaxpr and bound as a call primitive (`custom_jvp_call` / `custom_vjp_call`) that
-carries the jaxpr and the user's rule, so:
+Outside any transformation the function simply runs. Under a transformation the call goes
+to the current trace (mytorch/custom_calls.py), which runs what JAX runs:
 
-* forward mode calls the user's JVP (custom_jvp) or, for custom_vjp, runs `fwd` and emits
-  a `custom_lin` equation, linear in the tangents, whose transpose calls `bwd`;
+* jvp and grad call only the rule: custom_jvp's `jvp`, or custom_vjp's `fwd` (its
+  tangents go through a `custom_lin` equation whose transpose calls `bwd`), on the primal
+  values, so a primal with Python control flow on values is never traced abstractly;
 * reverse mode is, as everywhere, linearize + transpose: custom_jvp's tangent computation
   is staged and transposed like any other, custom_lin transposes to `bwd`;
-* staging (make_jaxpr, and later jit) records the call with its jaxpr.
+* vmap runs the function and its rules vectorised;
+* staging (make_jaxpr, jit) records a `custom_jvp_call` / `custom_vjp_call` equation that
+  carries the traced function and the rule.
 """
 
 import functools
 import inspect
 
-from mytorch.core import tree_util
-from mytorch.core.ad_util import Zero, instantiate, is_undefined
-from mytorch.core.aval import ShapedArray
+from mytorch.core import dtypes, tree_util
+from mytorch.core.ad_util import Zero, is_differentiable
 from mytorch.core.jaxpr import eval_jaxpr
-from mytorch.core.primitive import Primitive
-from mytorch.core.trace import EvalTrace, aval_of, current_trace
-from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, moveaxis
+from mytorch.core.staging import StagingTracer, trace_to_jaxpr
+from mytorch.core.trace import EvalTrace, Tracer, aval_of, current_trace
+from mytorch.custom_calls import CustomJVPCall, CustomVJPCall, bind_custom
+from mytorch.custom_calls import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p  # noqa: F401
 from mytorch.lax._utils import asarray
-from mytorch.lax.reductions import reduce_sum
-from mytorch.transforms.batching import batch_flat, batched_aval
-from mytorch.transforms.closure import trace_closed_over
+from mytorch.lax.elementwise import convert_element_type
+from mytorch.transforms.batching import BatchTracer
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["closure_convert", "custom_jvp", "custom_vjp"]
 
 
 def _name(fun):
@@ -84,21 +85,61 @@ class _CustomBase:
         leaves, in_tree = tree_util.tree_flatten(diff)
         return nondiff, [asarray(x) for x in leaves], in_tree
 
-    def _trace_fun(self, nondiff, leaves, in_tree, store):
-        def flat(*xs):
-            diff = tree_util.tree_unflatten(in_tree, xs)
-            out = self.fun(*_merge(self.nondiff_argnums, nondiff, diff))
-            outs, store["out_tree"] = _flatten_out(out, _name(self.fun))
-            return outs
+    def _flat_fun(self, nondiff, in_tree, spec):
+        def fun(*xs):
+            out = self.fun(*_merge(self.nondiff_argnums, nondiff,
+                                   tree_util.tree_unflatten(in_tree, xs)))
+            leaves, tree = _flatten_out(out, "output")
+            spec.check("the function", tree, leaves)
+            return leaves
 
-        return trace_closed_over(flat, [aval_of(x) for x in leaves], _name(self.fun))
+        fun.__name__ = _name(self.fun)
+        return fun
 
-    def _stage(self, args, kwargs):
-        """(nondiff args, flat diff args, their treedef, jaxpr, consts, output treedef)."""
-        nondiff, leaves, in_tree = self._prepare(args, kwargs)
-        store = {}
-        jaxpr, consts = self._trace_fun(nondiff, leaves, in_tree, store)
-        return nondiff, leaves, in_tree, jaxpr, consts, store["out_tree"]
+
+class _OutSpec:
+    """The output structure and shapes of a custom function, learnt from whichever of the
+    function and its rule runs first; what runs later must agree."""
+
+    def __init__(self, name):
+        self.name, self.tree, self.avals, self.who = name, None, None, None
+
+    def check(self, who, tree, leaves):
+        avals = [aval_of(x) for x in leaves]
+        if self.tree is None:
+            self.tree, self.avals, self.who = tree, avals, who
+            return
+        if tree != self.tree:
+            raise TypeError(f"{who} of {self.name} returned an output of structure {tree}, "
+                            f"but {self.who} returned {self.tree}")
+        for a, b in zip(self.avals, avals):
+            if a.shape != b.shape:
+                raise TypeError(f"{who} of {self.name} returned a primal output "
+                                f"{b.str_short()} where {self.who} returned {a.str_short()}")
+
+
+def _check_pair(res, who, name, what):
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise TypeError(f"the {who} of {name} must return a pair ({what}), got "
+                        f"{type(res).__name__}")
+    return res
+
+
+def _tangents_like(name, p_out, p_tree, t_out, t_tree):
+    """The custom JVP's tangent outputs, checked against its primal outputs."""
+    if t_tree != p_tree:
+        raise TypeError(f"the custom JVP of {name} returned a tangent output of structure "
+                        f"{t_tree} for a primal output of structure {p_tree}")
+    out = []
+    for p, t in zip(p_out, t_out):
+        a, b = aval_of(p), aval_of(t)
+        if a.shape != b.shape:
+            raise TypeError(f"the custom JVP of {name} returned a tangent output "
+                            f"{b.str_short()} for a primal output {a.str_short()}")
+        if a.dtype != b.dtype and dtypes.is_float(a.dtype) and dtypes.is_float(b.dtype):
+            t = convert_element_type(t, a.dtype)
+        out.append(t)
+    return out
 
 
 # ---- custom_jvp -------------------------------------------------------------------------
@@ -112,6 +153,8 @@ class custom_jvp(_CustomBase):
             return f(*primals), tangent_out   # tangent_out like f's output
 
     `nondiff_argnums` name arguments passed first to the rule and not differentiated.
+    Under jvp and grad only the rule runs (on concrete primals when the inputs are
+    concrete), so `f` may use Python control flow on values; under jit both are traced.
     Reverse mode transposes the rule's (linear) tangent computation.
     """
 
@@ -135,6 +178,8 @@ class custom_jvp(_CustomBase):
                 term = fn(t, ans, *primals)
                 total = term if total is None else tree_util.tree_map(
                     lambda a, b: a + b, total, term)
+            if total is None:
+                total = tree_util.tree_map(lambda a: a * 0, ans)
             return ans, total
 
         self.defjvp(jvp)
@@ -146,70 +191,25 @@ class custom_jvp(_CustomBase):
             )
         if type(current_trace()) is EvalTrace:  # nothing to transform: just run it
             return self.fun(*args, **kwargs)
-        nondiff, leaves, in_tree, jaxpr, consts, out_tree = self._stage(args, kwargs)
+        nondiff, leaves, in_tree = self._prepare(args, kwargs)
+        name = _name(self.fun)
+        spec = _OutSpec(name)
 
         def flat_jvp(primals, tangents):
             p = tree_util.tree_unflatten(in_tree, primals)
             t = tree_util.tree_unflatten(in_tree, tangents)
-            res = self.jvp(*nondiff, tuple(p), tuple(t))
-            if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(
-                    f"the custom JVP of {_name(self.fun)} must return a pair "
-                    f"(primal_out, tangent_out), got {type(res).__name__}"
-                )
+            res = _check_pair(self.jvp(*nondiff, tuple(p), tuple(t)), "custom JVP", name,
+                              "primal_out, tangent_out")
             p_out, p_tree = _flatten_out(res[0], "primal_out")
             t_out, t_tree = _flatten_out(res[1], "tangent_out")
-            _check_rule_out(self.fun, "custom JVP", out_tree, jaxpr, p_tree, p_out, "primal")
-            _check_rule_out(self.fun, "custom JVP", out_tree, jaxpr, t_tree, t_out, "tangent")
+            t_out = _tangents_like(name, p_out, p_tree, t_out, t_tree)
+            spec.check("the custom JVP", p_tree, p_out)
             return p_out, t_out
 
         flat_jvp.__name__ = _name(self.jvp)
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=flat_jvp,
-                                      num_consts=len(consts))
-        return tree_util.tree_unflatten(out_tree, outs)
-
-
-def _check_rule_out(fun, rule, out_tree, jaxpr, tree, leaves, what):
-    if tree != out_tree:
-        raise TypeError(
-            f"the {rule} of {_name(fun)} returned a {what} output of structure {tree}, but "
-            f"{_name(fun)} returns {out_tree}"
-        )
-    for x, a in zip(leaves, jaxpr.out_avals):
-        b = aval_of(x)
-        if b.shape != a.shape:
-            raise TypeError(
-                f"the {rule} of {_name(fun)} returned a {what} output {b.str_short()} where "
-                f"{_name(fun)} returns {a.str_short()}"
-            )
-
-
-custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True, kind="call")
-custom_jvp_call_p.inline_param = "call_jaxpr"  # compiled code runs the primal function
-
-
-@custom_jvp_call_p.def_abstract_eval
-def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts):
-    return call_jaxpr.out_avals
-
-
-@custom_jvp_call_p.def_impl
-def _custom_jvp_call_impl(*args, call_jaxpr, jvp, num_consts):
-    return eval_jaxpr(call_jaxpr, [], *args)
-
-
-def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
-    for t in tangents[:num_consts]:
-        if type(t) is not Zero:
-            raise TypeError(
-                f"a custom_jvp function ({_name(jvp)}) closes over a value that is being "
-                "differentiated; pass that value as an argument instead"
-            )
-    args, ts = primals[num_consts:], tangents[num_consts:]
-    return jvp(list(args), [instantiate(t) for t in ts])
-
-
-custom_jvp_call_p.def_jvp(_custom_jvp_call_jvp)
+        call = CustomJVPCall(name, self._flat_fun(nondiff, in_tree, spec), flat_jvp)
+        outs = bind_custom(call, leaves)
+        return tree_util.tree_unflatten(spec.tree, outs)
 
 
 # ---- custom_vjp -------------------------------------------------------------------------
@@ -223,7 +223,8 @@ class custom_vjp(_CustomBase):
         f.defvjp(f_fwd, f_bwd)
 
     With `nondiff_argnums`, those arguments come first in fwd's and bwd's arguments.
-    Forward mode (jvp) of a custom_vjp function is an error, as in JAX.
+    Under grad and vjp only fwd and then bwd run (fwd on concrete primals when the inputs
+    are concrete). Forward mode (jvp) of a custom_vjp function is an error, as in JAX.
     """
 
     def __init__(self, fun, nondiff_argnums=()):
@@ -240,41 +241,38 @@ class custom_vjp(_CustomBase):
             )
         if type(current_trace()) is EvalTrace:  # nothing to transform: just run it
             return self.fun(*args, **kwargs)
-        nondiff, leaves, in_tree, jaxpr, consts, out_tree = self._stage(args, kwargs)
+        nondiff, leaves, in_tree = self._prepare(args, kwargs)
         in_avals = [aval_of(x) for x in leaves]
-        fun = self.fun
+        name = _name(self.fun)
+        spec = _OutSpec(name)
 
         def flat_fwd(*primals):
             p = tree_util.tree_unflatten(in_tree, primals)
-            res = self.fwd(*_merge(self.nondiff_argnums, nondiff, p))
-            if not (isinstance(res, (tuple, list)) and len(res) == 2):
-                raise TypeError(
-                    f"the fwd of custom_vjp function {_name(fun)} must return a pair "
-                    f"(output, residuals), got {type(res).__name__}"
-                )
+            res = _check_pair(self.fwd(*_merge(self.nondiff_argnums, nondiff, p)),
+                              "fwd of custom_vjp function", name, "output, residuals")
             outs, tree = _flatten_out(res[0], "output")
-            _check_rule_out(fun, "custom VJP fwd", out_tree, jaxpr, tree, outs, "primal")
+            spec.check("the fwd", tree, outs)
             res_leaves, res_tree = tree_util.tree_flatten(res[1])
             return outs, [asarray(r) for r in res_leaves], res_tree
 
         def flat_bwd(res_tree, residuals, cts):
             res = tree_util.tree_unflatten(res_tree, residuals)
-            ct = tree_util.tree_unflatten(out_tree, cts)
+            ct = tree_util.tree_unflatten(spec.tree, cts)
             got = self.bwd(*nondiff, res, ct)
-            return _check_bwd_out(fun, got, in_tree, in_avals)
+            return _check_bwd_out(name, got, in_tree, in_avals)
 
-        flat_bwd.__name__ = _name(self.bwd)
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(consts))
-        return tree_util.tree_unflatten(out_tree, outs)
+        flat_fwd.__name__, flat_bwd.__name__ = _name(self.fwd), _name(self.bwd)
+        call = CustomVJPCall(name, self._flat_fun(nondiff, in_tree, spec), flat_fwd, flat_bwd)
+        outs = bind_custom(call, leaves)
+        return tree_util.tree_unflatten(spec.tree, outs)
 
 
-def _check_bwd_out(fun, got, in_tree, in_avals):
+def _check_bwd_out(name, got, in_tree, in_avals):
     """bwd's tuple (one cotangent pytree or None per argument) as flat cotangents."""
     per_arg = tree_util.tree_unflatten(in_tree, in_avals)
     if not isinstance(got, (tuple, list)) or len(got) != len(per_arg):
         raise TypeError(
-            f"the bwd of custom_vjp function {_name(fun)} must return a tuple with one "
+            f"the bwd of custom_vjp function {name} must return a tuple with one "
             f"cotangent per differentiable argument ({len(per_arg)}), got "
             f"{len(got) if isinstance(got, (tuple, list)) else type(got).__name__}"
         )
@@ -287,7 +285,7 @@ def _check_bwd_out(fun, got, in_tree, in_avals):
         cts = tree_util.tree_leaves(ct, is_leaf=lambda x: x is None)
         if len(cts) != len(avals):
             raise TypeError(
-                f"the bwd of custom_vjp function {_name(fun)} returned a cotangent for "
+                f"the bwd of custom_vjp function {name} returned a cotangent for "
                 f"argument {i} with {len(cts)} leaves; the argument has {len(avals)}"
             )
         for c, a in zip(cts, avals):
@@ -297,159 +295,73 @@ def _check_bwd_out(fun, got, in_tree, in_avals):
             c = asarray(c)
             if aval_of(c).shape != a.shape:
                 raise TypeError(
-                    f"the bwd of custom_vjp function {_name(fun)} returned a cotangent "
+                    f"the bwd of custom_vjp function {name} returned a cotangent "
                     f"{aval_of(c).str_short()} for argument {i}, a {a.str_short()}"
                 )
             out.append(c)
     return out
 
 
-custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True, kind="call")
-custom_vjp_call_p.inline_param = "call_jaxpr"
+# ---- closure_convert --------------------------------------------------------------------
+def _maybe_perturbed(x):
+    """Whether a captured value may carry a derivative (so it must become an argument)."""
+    if not isinstance(x, Tracer):
+        return False  # a concrete array is a constant to every transformation
+    if isinstance(x, BatchTracer):
+        return _maybe_perturbed(x.val)
+    if isinstance(x, StagingTracer):  # staged: it may be differentiated later
+        return is_differentiable(x.aval)
+    return True  # a JVP tracer
 
 
-@custom_vjp_call_p.def_abstract_eval
-def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts):
-    return call_jaxpr.out_avals
+def closure_convert(fun, *example_args):
+    """`fun` with the traced values it closes over made explicit arguments.
 
+    Custom rules may not close over values being differentiated; closure conversion turns
+    them into arguments that a `custom_vjp` / `custom_jvp` function can take.
 
-@custom_vjp_call_p.def_impl
-def _custom_vjp_call_impl(*args, call_jaxpr, fwd, bwd, num_consts):
-    return eval_jaxpr(call_jaxpr, [], *args)
+    Args:
+      fun: a function of arrays (pytrees allowed).
+      *example_args: arguments of the shapes and dtypes `fun` will be called with.
 
+    Returns:
+      (converted, hoisted_consts): `converted(*args, *hoisted_consts)` equals `fun(*args)`;
+      `hoisted_consts` is a list of the captured tracers (concrete captured arrays stay
+      inside `converted`).
 
-def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts):
-    args, ts = primals[num_consts:], tangents[num_consts:]
-    outs, residuals, res_tree = fwd(*args)
-    if all(type(t) is Zero for t in ts):
-        return outs, [Zero(aval_of(o)) for o in outs]
-    ts = [instantiate(t) for t in ts]
-    out_avals = tuple(aval_of(o) for o in outs)
-    t_outs = custom_lin_p.bind(*residuals, *ts, num_res=len(residuals), bwd=bwd,
-                               res_tree=res_tree, out_avals=out_avals)
-    return outs, t_outs
+    Example:
+        >>> import mytorch as mt, mytorch.numpy as mnp
+        >>> f, consts = mt.closure_convert(lambda x: mnp.sin(x), mnp.ones(2))
+        >>> consts
+        []
+    """
+    name = _name(fun)
+    leaves, in_tree = tree_util.tree_flatten(example_args)
+    out_tree = []
 
+    def flat(*xs):
+        out_leaves, tree = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, xs)))
+        out_tree.append(tree)
+        return [asarray(x) for x in out_leaves]
 
-custom_vjp_call_p.def_jvp(_custom_vjp_call_jvp)
+    closed = trace_to_jaxpr(flat, [aval_of(asarray(x)) for x in leaves], name)
+    hoist = [_maybe_perturbed(c) for c in closed.consts]
+    kept = [c for c, h in zip(closed.consts, hoist) if not h]
+    hoisted = [c for c, h in zip(closed.consts, hoist) if h]
+    n_args = len(example_args)
 
-# custom_lin: the tangent map of a custom_vjp function. It only ever exists to be
-# transposed (into a call of bwd); evaluating it means forward mode was requested.
-custom_lin_p = Primitive("custom_lin", multiple_results=True, kind="call")
+    def converted(*args):
+        if len(args) != n_args + len(hoisted):
+            raise TypeError(f"closure_convert({name}) takes {n_args} arguments and "
+                            f"{len(hoisted)} hoisted constants, got {len(args)} values")
+        flat_args, tree = tree_util.tree_flatten(args[:n_args])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert({name}): arguments of structure {tree}, but "
+                            f"it was converted for {in_tree}")
+        kept_it, hoisted_it = iter(kept), iter(args[n_args:])
+        consts = [next(hoisted_it) if h else next(kept_it) for h in hoist]
+        outs = eval_jaxpr(closed.jaxpr, consts, *[asarray(x) for x in flat_args])
+        return tree_util.tree_unflatten(out_tree[0], outs)
 
-
-@custom_lin_p.def_abstract_eval
-def _custom_lin_abstract_eval(*avals, num_res, bwd, res_tree, out_avals):
-    return [ShapedArray(a.shape, a.dtype, a.weak_type) for a in out_avals]
-
-
-@custom_lin_p.def_impl
-def _custom_lin_impl(*args, num_res, bwd, res_tree, out_avals):
-    raise TypeError(
-        f"cannot use forward-mode differentiation (jvp, jacfwd) on a custom_vjp function "
-        f"(its bwd is {_name(bwd)}); use reverse mode (grad, vjp, jacrev), or custom_jvp"
-    )
-
-
-def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
-    residuals = args[:num_res]
-    if any(is_undefined(r) for r in residuals):
-        raise TypeError("custom_lin: residuals cannot be linear")
-    cts_in = bwd(res_tree, list(residuals), list(cts))
-    return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
-
-
-custom_lin_p.def_transpose(_custom_lin_transpose)
-
-
-# ---- batching ---------------------------------------------------------------------------
-# A vectorised custom function is again a custom function: its jaxpr is batched, and its
-# rules (jvp; fwd and bwd) are wrapped to run vectorised. Every output, residual and
-# tangent of the batched function carries the batch dimension first, so the wrapped rules
-# agree with the batched jaxpr without tracking where each batch dimension went.
-def _to_front(args, dims):
-    """Batched args moved to dimension 0 (unbatched ones left alone), and their dims."""
-    return ([x if d is None else moveaxis(x, d, 0) for x, d in zip(args, dims)],
-            [None if d is None else 0 for d in dims])
-
-
-def _run_batched(fn, args, dims, axis):
-    """fn(*args) -> list, vectorised over `axis`; every output batched along 0."""
-    outs, out_dims = batch_flat(lambda *xs: [instantiate(o) for o in fn(*xs)], list(args),
-                                list(dims), axis, "vmap of a custom rule")
-    return [bdim_at_front(o, d, axis.size) for o, d in zip(outs, out_dims)]
-
-
-def _custom_jvp_call_batching(axis, args, dims, *, call_jaxpr, jvp, num_consts):
-    args, dims = _to_front(args, dims)
-    jaxpr, consts, _ = batch_call_jaxpr(call_jaxpr, axis, dims, force_front=True)
-    arg_dims = dims[num_consts:]
-    n_out = len(call_jaxpr.outvars)
-
-    def batched_jvp(primals, tangents):
-        # a tangent has its primal's shape, so it is batched exactly where the primal is
-        def fn(*xs):
-            p_out, t_out = jvp(list(xs[:len(primals)]), list(xs[len(primals):]))
-            return [*p_out, *t_out]
-
-        outs = _run_batched(fn, [*primals, *tangents], [*arg_dims, *arg_dims], axis)
-        return outs[:n_out], outs[n_out:]
-
-    batched_jvp.__name__ = _name(jvp)
-    outs = custom_jvp_call_p.bind(*consts, *args, call_jaxpr=jaxpr, jvp=batched_jvp,
-                                  num_consts=len(consts) + num_consts)
-    return outs, [0] * len(outs)
-
-
-def _batched_bwd(bwd, axis, arg_batched):
-    """bwd for residuals and output cotangents batched along 0: cotangents of batched
-    arguments come back batched along 0, those of unbatched arguments summed over it."""
-
-    def batched(res_tree, residuals, cts):
-        cts = [instantiate(c) for c in cts]
-        n = len(residuals)
-
-        def fn(*xs):
-            return bwd(res_tree, list(xs[:n]), list(xs[n:]))
-
-        outs = _run_batched(fn, [*residuals, *cts], [0] * (n + len(cts)), axis)
-        return [o if b else reduce_sum(o, (0,)) for o, b in zip(outs, arg_batched)]
-
-    batched.__name__ = _name(bwd)
-    return batched
-
-
-def _custom_vjp_call_batching(axis, args, dims, *, call_jaxpr, fwd, bwd, num_consts):
-    args, dims = _to_front(args, dims)
-    jaxpr, consts, _ = batch_call_jaxpr(call_jaxpr, axis, dims, force_front=True)
-    arg_dims = dims[num_consts:]
-    n_out = len(call_jaxpr.outvars)
-    store = {}
-
-    def batched_fwd(*primals):
-        def fn(*xs):
-            outs, residuals, store["res_tree"] = fwd(*xs)
-            return [*outs, *residuals]
-
-        outs = _run_batched(fn, primals, arg_dims, axis)
-        return outs[:n_out], outs[n_out:], store["res_tree"]
-
-    outs = custom_vjp_call_p.bind(
-        *consts, *args, call_jaxpr=jaxpr, fwd=batched_fwd,
-        bwd=_batched_bwd(bwd, axis, [d is not None for d in arg_dims]),
-        num_consts=len(consts) + num_consts)
-    return outs, [0] * len(outs)
-
-
-def _custom_lin_batching(axis, args, dims, *, num_res, bwd, res_tree, out_avals):
-    args = [bdim_at_front(x, d, axis.size) for x, d in zip(args, dims)]
-    out_avals = tuple(batched_aval(a, 0, axis.size) for a in out_avals)
-    n_tangents = len(args) - num_res
-    outs = custom_lin_p.bind(*args, num_res=num_res,
-                             bwd=_batched_bwd(bwd, axis, [True] * n_tangents),
-                             res_tree=res_tree, out_avals=out_avals)
-    return outs, [0] * len(outs)
-
-
-custom_jvp_call_p.def_batching(_custom_jvp_call_batching)
-custom_vjp_call_p.def_batching(_custom_vjp_call_batching)
-custom_lin_p.def_batching(_custom_lin_batching)
+    converted.__name__ = name
+    return converted, hoisted

@@ -164,8 +164,24 @@ def _concretization_message(tracer, what, suggestion):
     )
 
 
+class Suspended:
+    """The `alive` value of a trace whose tracers may not be used for a while (a custom
+    derivative rule runs one level down): falsy, and carries the error to report."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message):
+        self.message = message
+
+    def __bool__(self):
+        return False
+
+
 def leaked_tracer_error(tracer):
     trace = tracer._trace
+    if isinstance(trace.alive, Suspended):
+        return TypeError(f"{trace.alive.message} (a {tracer.aval.str_short()} value of "
+                         f"{trace.name}){_at()}")
     made = f" ({trace.source})" if trace.source is not None else ""
     return UnexpectedTracerError(
         f"a {tracer.aval.str_short()} value created in {trace.name}{made} was used after "
