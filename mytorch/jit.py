@@ -15,18 +15,23 @@ import functools
 import inspect
 import threading
 import time
+import types
 import warnings
 import weakref
 from collections import OrderedDict
 
-from mytorch.core import tree_util
+import numpy as np
+
+from mytorch.core import dtypes, tree_util
 from mytorch.core.array import ArrayImpl
+from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
 from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
 from mytorch.errors import NonHashableStaticArgError, RetraceWarning
 from mytorch.jit_rules import jit_p
+from mytorch.jit_stages import Lowered, Traced  # noqa: F401  (Lowered: for users' isinstance)
 from mytorch.transforms.closure import trace_closed_over
 
 __all__ = ["jit", "disable_jit", "clear_caches", "eval_shape"]
@@ -34,7 +39,8 @@ __all__ = ["jit", "disable_jit", "clear_caches", "eval_shape"]
 _MAX_SIGNATURES = 64  # compiled signatures kept per jitted function (least recently used go)
 _AUTO_EXPLAIN_AFTER = 5  # retraces after which a warning explains each further one
 _disabled = threading.local()
-_functions = weakref.WeakSet()
+_caches = weakref.WeakSet()  # every _Cache (for disable_jit, clear_caches, config updates)
+_by_function = weakref.WeakKeyDictionary()  # function -> {(binding, options): _Cache}
 
 
 def _jit_disabled():
@@ -47,8 +53,8 @@ class disable_jit:
     def __enter__(self):
         self._prev = _jit_disabled()
         _disabled.on = True
-        for fn in list(_functions):  # cache hits must not bypass the switch
-            fn._fast.clear()
+        for cache in list(_caches):  # cache hits must not bypass the switch
+            cache.fast.clear()
         return self
 
     def __exit__(self, *exc):
@@ -101,6 +107,47 @@ class _Entry:
                  "cacheable", "timings")
 
 
+class _Cache:
+    """What a jitted function has traced and compiled; shared by every `jit` wrapper of the
+    same function with the same options (see `_shared_cache`)."""
+
+    __slots__ = ("fast", "entries", "history", "traces", "__weakref__")
+
+    def __init__(self):
+        self.fast = {}  # positional arrays only: (shape, dtype, weak, device)* -> runner
+        self.entries = OrderedDict()  # full signature -> _Entry
+        self.history = []  # signatures traced so far (for explaining retraces)
+        self.traces = 0
+        _caches.add(self)
+
+
+def _shared_cache(fun, options):
+    """The cache of `fun` for these jit options. It lives as long as the function does (held
+    by a weak reference to it), so `jit(f)` written anew at every call, e.g. in a loop,
+    finds what an earlier wrapper of `f` compiled, as in JAX. A bound method's cache is
+    its function's, per receiving object (dropped when that object goes); a callable that
+    is not weakly referenceable and hashable gets a cache of its own wrapper."""
+    binding = None
+    if isinstance(fun, types.MethodType):
+        base, owner = fun.__func__, fun.__self__
+        binding = ("bound to", id(owner))
+    else:
+        base, owner = fun, None
+    try:
+        table = _by_function.get(base)
+        if table is None:
+            table = _by_function[base] = {}
+        key = (binding, options)
+        cache = table.get(key)
+        if cache is None:
+            if owner is not None:  # the id may be reused once the object is gone
+                weakref.finalize(owner, table.pop, key, None)
+            cache = table[key] = _Cache()
+    except TypeError:  # not weakly referenceable, or not hashable
+        return _Cache()
+    return cache
+
+
 class JitFunction:
     """The callable `jit(fun)` returns."""
 
@@ -118,11 +165,10 @@ class JitFunction:
         self._donate = frozenset(donate_argnums)
         self._neg_static = any(i < 0 for i in static_argnums)
         self._static_raw = static_argnums
-        self._fast = {}  # positional arrays only: (shape, dtype, weak, device)* -> runner
-        self._entries = OrderedDict()  # full signature -> _Entry
-        self._history = []  # signatures traced so far (for explaining retraces)
-        self._traces = 0
-        _functions.add(self)
+        self._cache = _shared_cache(fun, (frozenset(static_argnums), frozenset(static_argnames),
+                                          self._donate))
+        self._fast = self._cache.fast  # the shared dicts, read here without an indirection
+        self._entries = self._cache.entries
 
     def __repr__(self):
         return f"<jit {self._name}>"
@@ -164,7 +210,7 @@ class JitFunction:
     def _run(self, entry, leaves, args, kwargs):
         exe = entry.executable
         if exe is None:
-            exe = entry.executable = _compile_entry(entry, self._name, leaves)
+            exe = entry.executable = _compile_entry(entry, self._name)
         fast = entry.cacheable and not kwargs and len(leaves) == len(args) and all(
             type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args))
         key = _fast_key(args) if fast else None  # before the call: donation invalidates args
@@ -173,8 +219,9 @@ class JitFunction:
             self._fast[key] = exe.make_runner(entry.out_tree)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
-    def _prepare(self, args, kwargs):
-        """Flatten the arguments; find (or trace) the entry for their signature."""
+    def _prepare(self, args, kwargs, abstract=False):
+        """Flatten the arguments; find (or trace) the entry for their signature. With
+        `abstract`, leaves may be ShapeDtypeStructs (for trace and lower)."""
         static_nums = self._static_positions(len(args))
         dyn_args, static_vals = [], []
         for i, a in enumerate(args):
@@ -189,9 +236,10 @@ class JitFunction:
             else:
                 dyn_kwargs[k] = kwargs[k]
         leaves, treedef = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
-        leaves = [x if isinstance(x, (ArrayImpl, Tracer)) else _concrete(x, self)
-                  for x in leaves]
-        avals = tuple(aval_of(x) for x in leaves)
+        leaves = [x if isinstance(x, (ArrayImpl, Tracer)) or abstract and _is_struct(x)
+                  else _concrete(x, self) for x in leaves]
+        avals = tuple(_struct_aval(x) if abstract and _is_struct(x) else aval_of(x)
+                      for x in leaves)
         donated = self._donated_leaves(args, static_nums, dyn_kwargs) if self._donate else ()
         device = leaves[0].device if leaves and type(leaves[0]) is ArrayImpl else None
         key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
@@ -230,7 +278,7 @@ class JitFunction:
         entry.signature, entry.donated = key, donated or (False,) * len(leaves)
         entry.cacheable = not any(isinstance(c, Tracer) for c in consts)
         entry.timings = {"trace_ms": 1e3 * (time.perf_counter() - t0)}
-        self._traces += 1
+        self._cache.traces += 1
         if entry.cacheable:
             self._entries[key] = entry
             if len(self._entries) > _MAX_SIGNATURES:
@@ -262,11 +310,12 @@ class JitFunction:
     # ---- explaining retraces ----------------------------------------------------------------
     def _explain_miss(self, key, args, kwargs, static_nums, avals):
         described = _describe_signature(self, args, kwargs, static_nums)
-        previous = self._history[-1] if self._history else None
-        self._history = (self._history + [(described, key[0])])[-8:]
+        cache = self._cache
+        previous = cache.history[-1] if cache.history else None
+        cache.history = (cache.history + [(described, key[0])])[-8:]
         if previous is None:
             return
-        if not (config.explain_cache_misses or self._traces >= _AUTO_EXPLAIN_AFTER):
+        if not (config.explain_cache_misses or cache.traces >= _AUTO_EXPLAIN_AFTER):
             return
         why = _difference(previous[0], described)
         if why is None:
@@ -276,49 +325,41 @@ class JitFunction:
             " Retracing is slow: pass changing Python values as arrays, or keep shapes fixed "
             "(set mt.config.update('explain_cache_misses', True) to see every retrace).")
         warnings.warn(
-            f"jit({self._name}) is tracing again (trace #{self._traces + 1}) because {why}."
+            f"jit({self._name}) is tracing again (trace #{cache.traces + 1}) because {why}."
             + tail, RetraceWarning, stacklevel=_user_stacklevel())
 
-    # ---- lowering ---------------------------------------------------------------------------
+    # ---- ahead of time (jit_stages.py) --------------------------------------------------------
+    def trace(self, *args, **kwargs):
+        """Trace for these arguments (or ShapeDtypeStructs) without running: a `Traced`
+        with `.jaxpr`, `.in_avals`, `.out_info`, `.args_info` and `.lower()`."""
+        _, entry, _ = self._prepare(args, kwargs, abstract=True)
+        return Traced(self, entry)
+
     def lower(self, *args, **kwargs):
         """The program compiled for these arguments: `.as_text()` is the generated code,
         `.jaxpr` the optimised jaxpr, `.timings` where compile time went (ms)."""
-        leaves, entry, _ = self._prepare(args, kwargs)
-        if entry.executable is None:
-            entry.executable = _compile_entry(entry, self._name, leaves)
-        return Lowered(entry)
+        return self.trace(*args, **kwargs).lower()
 
     def clear_cache(self):
         self._fast.clear()
         self._entries.clear()
 
 
-class Lowered:
-    """A compiled signature of a jitted function."""
-
-    def __init__(self, entry):
-        self._entry = entry
-        self.jaxpr = entry.executable.jaxpr
-        self.timings = dict(entry.timings)
-
-    def as_text(self):
-        """The generated source code."""
-        return self._entry.executable.text
-
-    def compile(self):
-        return self
-
-    def __call__(self, *args):
-        leaves = tree_util.tree_leaves(args)
-        outs = self._entry.executable.call(
-            [x if type(x) is ArrayImpl else _concrete(x, "lowered") for x in leaves])
-        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+def _is_struct(x):
+    """A ShapeDtypeStruct (or anything with a shape and a dtype that is not an array)."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(
+        x, (ArrayImpl, Tracer, np.ndarray, np.generic))
 
 
-def _compile_entry(entry, name, leaves):
+def _struct_aval(x):
+    return ShapedArray(tuple(x.shape), dtypes.canonicalize(np.dtype(x.dtype)),
+                       bool(getattr(x, "weak_type", False)))
+
+
+def _compile_entry(entry, name):
     from mytorch.jit_rules import compile_closed
 
-    device = leaves[0].device if leaves and isinstance(leaves[0], ArrayImpl) else None
+    device = entry.signature[4]  # the device of the first argument, if an array
     exe = compile_closed(entry.closed, entry.donated, name, device or default_device())
     entry.timings.update(exe.timings)
     return exe
@@ -471,16 +512,17 @@ def _difference(old, new):
 
 def clear_caches():
     """Drop every compiled function and traced jaxpr (jit caches and the rule caches)."""
-    for fn in list(_functions):
-        fn.clear_cache()
+    for cache in list(_caches):
+        cache.fast.clear()
+        cache.entries.clear()
     from mytorch.jit_rules import clear_rule_caches
 
     clear_rule_caches()
 
 
 def _on_config_update(name, value):
-    for fn in list(_functions):
-        fn._fast.clear()
+    for cache in list(_caches):
+        cache.fast.clear()
 
 
 config.on_update(_on_config_update)
