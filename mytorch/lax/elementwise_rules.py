@@ -61,7 +61,8 @@ defjvp(ew.asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _c(x, 1)))))
 defjvp(ew.acosh_p, lambda t, ans, x: mul(
     t, rsqrt(mul(sub(x, _c(x, 1)), add(x, _c(x, 1))))))
 defjvp(ew.atanh_p, lambda t, ans, x: div(t, mul(sub(_c(x, 1), x), add(x, _c(x, 1)))))
-defjvp(ew.logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_c(x, 1), ans))))
+# d logistic = s(x) s(-x): 1 - s(x) would round to 0 for large x
+defjvp(ew.logistic_p, lambda t, ans, x: mul(t, mul(ans, ew.logistic(neg(x)))))
 defjvp(ew.erf_p, lambda t, ans, x: mul(t, mul(_c(x, 2 / math.sqrt(math.pi)), exp(neg(square(x))))))
 defjvp(ew.erfc_p, lambda t, ans, x: mul(t, mul(_c(x, -2 / math.sqrt(math.pi)),
                                               exp(neg(square(x))))))
@@ -74,19 +75,20 @@ defjvp(ew.reciprocal_p, lambda t, ans, x: neg(mul(t, square(ans))))
 
 def trigamma(x):
     """The derivative of digamma (polygamma(1, x)), from lax operations: the recurrence
-    psi1(x) = psi1(x + 1) + 1/x^2 lifts x above 6, then the asymptotic series; negative
+    psi1(x) = psi1(x + 1) + 1/x^2 lifts x above 8, then the asymptotic series; negative
     x use the reflection psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x)."""
     reflect = lt(x, _c(x, 0.5))
     z = select(reflect, sub(_c(x, 1), x), x)
     acc = _zeros_like(z)
-    for _ in range(6):
+    for _ in range(8):
         acc = add(acc, ew.reciprocal(square(z)))
         z = add(z, _c(z, 1))
     inv = ew.reciprocal(z)
     inv2 = square(inv)
-    series = mul(inv2, sub(_c(z, 1 / 42), mul(inv2, _c(z, 1 / 30))))
-    series = mul(inv2, sub(_c(z, 1 / 30), series))
-    series = sub(_c(z, 1 / 6), series)
+    # 1/z + 1/2z^2 + sum B_2k / z^(2k+1): through B_14 the error is below 1e-14 for z >= 8.5
+    series = _c(z, 7 / 6)
+    for b in (-691 / 2730, 5 / 66, -1 / 30, 1 / 42, -1 / 30, 1 / 6):
+        series = add(mul(series, inv2), _c(z, b))
     series = add(inv, mul(inv2, add(_c(z, 0.5), mul(inv, series))))
     value = add(acc, series)
     pi = _c(x, math.pi)
