@@ -26,11 +26,70 @@ from mytorch.transforms.jvp import jvp_call_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+__all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
+
+
+# ---- checkpoint_name: an identity that labels a value for the policies below -------------
+name_p = Primitive("name", kind="structural")
+
+
+@name_p.def_abstract_eval
+def _name_abstract_eval(x, *, name):
+    return x
+
+
+@name_p.def_impl
+def _name_impl(x, *, name):
+    return [x]
+
+
+def _name_jvp(primals, tangents, *, name):
+    (x,), (x_dot,) = primals, tangents
+    return name_p.bind(x, name=name), x_dot  # the tangent is not the named value
+
+
+def _name_transpose(ct, x, *, name):
+    return [ct]
+
+
+def _name_batching(axis, args, dims, *, name):
+    (x,), (d,) = args, dims
+    return name_p.bind(x, name=name), d
+
+
+# compiled code gets a copy: an identity kernel would alias its operand's buffer, which the
+# code generator may recycle while the name's result is still live
+name_p.def_lowering("cpu", lambda x, *, name: x.copy())
+name_p.def_jvp(_name_jvp)
+name_p.def_transpose(_name_transpose)
+name_p.def_batching(_name_batching)
+
+
+def checkpoint_name(x, name):
+    """`x` unchanged, labelled `name` for `checkpoint` policies (save_only_these_names...).
+
+    Args:
+      x: an array or a pytree of arrays.
+      name: a hashable label, usually a str.
+
+    Returns:
+      `x` (same shapes and dtypes); each leaf is the output of one `name` equation.
+
+    Example:
+        >>> import mytorch as mt, mytorch.numpy as mnp
+        >>> y = mt.ad_checkpoint.checkpoint_name(mnp.ones(2), "h")
+        >>> y.tolist()
+        [1.0, 1.0]
+    """
+    return tree_util.tree_map(lambda leaf: name_p.bind(asarray(leaf), name=name), x)
 
 
 class checkpoint_policies:
-    """Which intermediates a checkpointed block may keep: policy(prim, *avals, **params)."""
+    """Which intermediates a checkpointed block may keep: policy(prim, *avals, **params).
+
+    Values a policy does not save are recomputed in the backward pass from the block's
+    inputs and the saved values.
+    """
 
     @staticmethod
     def nothing_saveable(prim, *avals, **params):
@@ -52,6 +111,55 @@ class checkpoint_policies:
             return False
         (_, _), (lhs_batch, _) = params["dimension_numbers"]
         return not lhs_batch
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_only_these_names(*names):
+        """Save exactly the values labelled by checkpoint_name with one of `names`."""
+        names = frozenset(names)
+
+        def policy(prim, *avals, **params):
+            return prim is name_p and params["name"] in names
+
+        return policy
+
+    @staticmethod
+    def save_any_names_but_these(*names):
+        """Save every labelled value except those labelled with one of `names`."""
+        names = frozenset(names)
+
+        def policy(prim, *avals, **params):
+            return prim is name_p and params["name"] not in names
+
+        return policy
+
+    @staticmethod
+    def save_anything_except_these_names(*names):
+        """Save everything except the values labelled with one of `names`."""
+        names = frozenset(names)
+
+        def policy(prim, *avals, **params):
+            return not (prim is name_p and params["name"] in names)
+
+        return policy
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved,
+                                          names_which_can_be_offloaded, offload_src=None,
+                                          offload_dst=None):
+        """As save_only_these_names: on host memory, an offloaded value is a saved one."""
+        return checkpoint_policies.save_only_these_names(*names_which_can_be_saved,
+                                                         *names_which_can_be_offloaded)
+
+    @staticmethod
+    def save_from_both_policies(policy_1, policy_2):
+        """Save what either policy saves."""
+
+        def policy(prim, *avals, **params):
+            return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+
+        return policy
 
 
 def checkpoint(fun, *, policy=None, prevent_cse=True, static_argnums=()):

@@ -110,10 +110,12 @@ def _process_partial_eval(trace, call, args):
 def _process_staging(trace, call, args):
     jaxpr, consts = trace_closed_over(call.fun, [aval_of(x) for x in args], call.name)
     if type(call) is CustomJVPCall:
-        return custom_jvp_call_p.bind(*consts, *args, call_jaxpr=jaxpr, jvp=call.jvp,
+        return custom_jvp_call_p.bind(*consts, *args, call_jaxpr=jaxpr,
+                                      jvp=_suspending(call.jvp, trace, call),
                                       num_consts=len(consts))
-    return custom_vjp_call_p.bind(*consts, *args, call_jaxpr=jaxpr, fwd=call.fwd,
-                                  bwd=call.bwd, num_consts=len(consts))
+    return custom_vjp_call_p.bind(*consts, *args, call_jaxpr=jaxpr,
+                                  fwd=_suspending(call.fwd, trace, call),
+                                  bwd=_suspending(call.bwd, trace, call), num_consts=len(consts))
 
 
 # ---- forward mode -------------------------------------------------------------------------
@@ -135,15 +137,16 @@ def _process_jvp(trace, call, args):
     return [trace.wrap(p, t) for p, t in zip(outs, t_outs, strict=True)]
 
 
-def _suspending(bwd, trace, call):
-    """`bwd`, run with the differentiating `trace` suspended (it has ended by then, and a
-    bwd closing over one of its values gets the closure error rather than a leak)."""
+def _suspending(fn, trace, call):
+    """`fn`, run with `trace` suspended: a rule that runs after the trace has ended (bwd;
+    the rules of a staged call) and closes over one of its values gets the closure error
+    rather than a leak."""
 
-    def run(res_tree, residuals, cts):
+    def run(*args):
         with _suspended(trace, call):
-            return bwd(res_tree, residuals, cts)
+            return fn(*args)
 
-    run.__name__ = _name(bwd)
+    run.__name__ = _name(fn)
     return run
 
 

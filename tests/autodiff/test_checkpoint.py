@@ -113,3 +113,77 @@ def test_jvp_of_checkpoint(policy, x64):
     pol = None if policy == "nothing" else mt.checkpoint_policies.dots_saveable
     f = mt.checkpoint(lambda w, x: mnp.tanh(x @ w), policy=pol)
     check_grads(f, (np.eye(3) * 0.5 + 0.1, np.arange(6.0).reshape(2, 3) / 6), order=2)
+
+
+# ---- checkpoint_name and the name-based policies ------------------------------------------
+P = mt.checkpoint_policies
+
+
+def _named_block(w, x):
+    a = mt.ad_checkpoint.checkpoint_name(mnp.sin(x @ w), "a")
+    b = mt.ad_checkpoint.checkpoint_name(mnp.tanh(a @ w), "b")
+    return (mnp.exp(b) * a).sum()
+
+
+def _saved(policy, w, x):
+    """The residuals the linearized checkpointed block keeps, besides w and x."""
+    f = mt.checkpoint(_named_block, policy=policy)
+    _, linear, _ = linearize_flat(lambda w, x: [f(w, x)], [w, x])
+    return [np.asarray(c) for c in linear.consts if c is not w and c is not x]
+
+
+def _wx():
+    rng = np.random.default_rng(3)
+    return (mnp.asarray(rng.standard_normal((3, 3)) / 2), mnp.asarray(rng.standard_normal((2, 3))))
+
+
+@pytest.mark.parametrize("policy,names", [
+    (P.save_only_these_names("a"), ["a"]),
+    (P.save_only_these_names("b"), ["b"]),
+    (P.save_only_these_names("a", "b"), ["a", "b"]),
+    (P.save_only_these_names("c"), []),
+    (P.save_any_names_but_these("a"), ["b"]),
+    (P.save_any_names_but_these("a", "b"), []),
+    (P.save_and_offload_only_these_names(names_which_can_be_saved=["a"],
+                                         names_which_can_be_offloaded=["b"]), ["a", "b"]),
+])
+def test_saved_residuals_are_exactly_the_named_values(policy, names, x64):
+    w, x = _wx()
+    a = np.sin(np.asarray(x) @ np.asarray(w))
+    values = {"a": a, "b": np.tanh(a @ np.asarray(w))}
+    saved = _saved(policy, w, x)
+    assert len(saved) == len(names)
+    for got, name in zip(sorted(saved, key=lambda v: v.sum()),
+                         sorted([values[n] for n in names], key=lambda v: v.sum())):
+        np.testing.assert_allclose(got, name, rtol=1e-12)
+
+
+@pytest.mark.parametrize("policy", [
+    P.save_only_these_names("a"), P.save_only_these_names("b"), P.save_any_names_but_these("b"),
+    P.save_anything_except_these_names("a"), P.nothing_saveable, P.everything_saveable,
+    P.dots_saveable, P.dots_with_no_batch_dims_saveable,
+    P.save_from_both_policies(P.dots_saveable, P.save_only_these_names("b"))])
+def test_named_policies_give_the_plain_gradient(policy, x64):
+    w, x = _wx()
+    want = mt.grad(_named_block, argnums=(0, 1))(w, x)
+    f = mt.checkpoint(_named_block, policy=policy)
+    for got in (mt.grad(f, argnums=(0, 1))(w, x), mt.jit(mt.grad(f, argnums=(0, 1)))(w, x)):
+        for g, v in zip(got, want):
+            np.testing.assert_allclose(g, v, rtol=1e-12)
+    check_grads(f, (np.asarray(w), np.asarray(x)), order=2)
+
+
+def test_checkpoint_name_is_an_identity_under_every_transformation():
+    name = mt.ad_checkpoint.checkpoint_name
+    x = mnp.asarray(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(name(x, "n"), x)
+    np.testing.assert_array_equal(mt.jit(lambda v: name(v * 2.0, "n") + v)(x), 3 * np.asarray(x))
+    np.testing.assert_array_equal(mt.vmap(lambda v: name(v, "n"), in_axes=1)(x), np.asarray(x).T)
+    np.testing.assert_array_equal(mt.grad(lambda v: (name(v, "n") ** 2).sum())(x), 2 * np.asarray(x))
+    _, t = mt.jvp(lambda v: name(v, "n"), (x,), (mnp.ones((2, 3)),))
+    np.testing.assert_array_equal(t, np.ones((2, 3)))
+    (ct,) = mt.linear_transpose(lambda v: name(v, "n") * 2.0, x)(mnp.ones((2, 3)))
+    np.testing.assert_array_equal(ct, 2 * np.ones((2, 3)))
+    tree = name({"p": x, "q": [x]}, "tree")
+    np.testing.assert_array_equal(tree["q"][0], x)
+    assert "name[name='n']" in str(mt.make_jaxpr(lambda v: name(v, "n"))(x))
