@@ -29,6 +29,8 @@ from mytorch.jit import clear_caches, disable_jit, eval_shape, jit  # noqa: E402
 # debugging (issue 5)
 from mytorch import debugging as debug  # noqa: E402,F401
 from mytorch.debugging import ShapeDtypeStruct, pure_callback  # noqa: E402,F401
+# as jax.scipy and jax.dlpack: available after `import mytorch`
+from mytorch import dlpack, scipy  # noqa: E402,F401
 from mytorch.custom_derivatives import closure_convert  # noqa: E402
 from mytorch.linear_util import linear_transpose  # noqa: E402
 from mytorch import ad_checkpoint  # noqa: E402,F401

@@ -116,8 +116,19 @@ class ArrayImpl(Array):
         view.flags.writeable = False  # the buffer is shared: keep the array immutable
         return view
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._buf.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the buffer through DLPack (zero-copy): `np.from_dlpack(x)`,
+        `torch.from_dlpack(x)`. Consumers that speak DLPack 1.0 get a read-only view, since
+        arrays are immutable; older ones get the buffer itself and must not write to it."""
+        given = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                 "copy": copy}
+        kwargs = {k: v for k, v in given.items() if v is not None}
+        buf = self._buf
+        if isinstance(buf, np.ndarray) and max_version is not None and not copy and tuple(
+                max_version) >= (1, 0):
+            buf = buf.view()
+            buf.flags.writeable = False
+        return buf.__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
         return self._buf.__dlpack_device__()
@@ -197,11 +208,19 @@ def from_numpy(value, dtype=None, weak_type=False, device=None, explicit=False):
 
 
 def scalar_array(x, dtype=None):
-    """A 0-d array for a Python scalar: weakly typed unless `dtype` is given."""
+    """A 0-d array for a Python scalar: weakly typed unless `dtype` is given.
+
+    A given 64-bit `dtype` is kept even without x64: it comes from an operand made while
+    x64 was on (an int64 array meeting a Python int), whose dtype the scalar must match.
+    """
     if dtype is None:
         dtype, weak = dtypes.python_scalar_dtype(x)
     else:
-        weak = False
+        dtype, weak = dtypes.to_dtype(dtype), False
+        if not dtypes.is_canonical(dtype):
+            device = default_device()
+            return ArrayImpl(device.backend.put(np.asarray(x, dtype=dtype), device), False,
+                             device)
     return from_numpy(np.asarray(x, dtype=dtype), dtype, weak)
 
 

@@ -8,7 +8,9 @@ Options (all also readable as attributes):
   num_cpu_devices       how many virtual CPU devices `mt.devices()` lists (for pmap)
   tune_malloc           keep freed buffers in the heap for reuse (glibc; see
                         mytorch/backends/numpy/allocator.py)
-Every option may also be set with an environment variable MYTORCH_<NAME_IN_CAPS>.
+Every option may also be set with an environment variable MYTORCH_<NAME_IN_CAPS>. JAX's
+names are aliases (`mt.config.update("jax_enable_x64", True)`, `mt.config.jax_debug_nans`),
+so ported configuration code runs unchanged.
 """
 
 import contextlib
@@ -24,6 +26,14 @@ _DEFAULTS = {
 }
 _CHOICES = {"default_backend": ("cpu", "gpu")}
 _NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on compiled code
+
+
+def _option(name):
+    """The option `name` refers to: itself, or the option a `jax_`-prefixed alias names."""
+    if name not in _DEFAULTS and isinstance(name, str) and name.startswith("jax_"):
+        if name[4:] in _DEFAULTS:
+            return name[4:]
+    return name
 
 
 def _from_env(name, default):
@@ -45,7 +55,9 @@ class Config:
         object.__setattr__(self, "_listeners", [])
 
     def update(self, name, value):
-        """Set option `name` to `value`; unknown names and bad values raise ValueError."""
+        """Set option `name` to `value`; unknown names and bad values raise ValueError.
+        JAX's `jax_`-prefixed names are aliases: `update("jax_enable_x64", True)`."""
+        name = _option(name)
         if name not in _DEFAULTS:
             known = ", ".join(sorted(_DEFAULTS))
             raise ValueError(f"mt.config has no option {name!r}; known options: {known}")
@@ -67,7 +79,7 @@ class Config:
 
     def __getattr__(self, name):
         try:
-            return self._values[name]
+            return self._values[_option(name)]
         except KeyError:
             raise AttributeError(f"mt.config has no option {name!r}") from None
 
@@ -86,6 +98,7 @@ class Config:
     @contextlib.contextmanager
     def override(self, **options):
         """Temporarily set options: `with mt.config.override(enable_x64=True): ...`."""
+        options = {_option(k): v for k, v in options.items()}
         old = {k: self._values[k] for k in options if k in self._values}
         try:
             for k, v in options.items():

@@ -155,7 +155,7 @@ def to_dtype_and_weak(x):
 def is_canonical(dtype):
     """Whether values of `dtype` can exist now: false for 64-bit dtypes without x64 (an
     array made while x64 was on)."""
-    return config.enable_x64 or dtype not in _NARROW
+    return dtype not in _NARROW or config.enable_x64
 
 
 def canonicalize(dtype, *, explicit=False):

@@ -7,8 +7,8 @@ the differences.
 
 from mytorch.core.array import Array as ndarray  # noqa: F401
 from mytorch.numpy.scalar_types import (  # noqa: F401
-    bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
-    uint32, uint64,
+    bfloat16, bool, bool_, double, float16, float32, float64, float_, int8, int16, int32, int64,
+    int_, single, uint, uint8, uint16, uint32, uint64,
 )
 from mytorch.numpy._promote import result_type  # noqa: F401
 from mytorch.numpy.creation import *  # noqa: F401,F403
@@ -18,6 +18,7 @@ from mytorch.numpy.manipulation import *  # noqa: F401,F403
 from mytorch.numpy.indexing import *  # noqa: F401,F403
 from mytorch.numpy.products import *  # noqa: F401,F403
 from mytorch.numpy.sorting import *  # noqa: F401,F403
+from mytorch.numpy.vectorize import piecewise, vectorize  # noqa: F401
 from mytorch.numpy import linalg  # noqa: F401
 from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
 

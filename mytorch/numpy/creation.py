@@ -19,14 +19,15 @@ from mytorch.core.trace import Tracer
 from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, broadcast_to_shape, result_type
 from mytorch.numpy.introspection import (
-    _as_np_dtype, can_cast, dtype, finfo, floating, generic, iinfo, inexact, integer, isscalar,
+    _as_np_dtype, can_cast, dtype, finfo, isdtype, floating, generic, iinfo, inexact, integer, isscalar,
     issubdtype, ndim, number, promote_types, shape, signedinteger, size, unsignedinteger,
 )
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye", "identity",
-    "tri", "tril", "triu", "meshgrid", "indices", "copy", "dtype", "finfo", "iinfo",
+    "tri", "tril", "triu", "meshgrid", "indices", "copy", "from_dlpack", "dtype", "isdtype",
+    "finfo", "iinfo",
     "issubdtype", "can_cast", "promote_types", "number", "integer", "signedinteger",
     "unsignedinteger", "floating", "inexact", "generic", "isscalar", "ndim", "shape", "size",
 ]
@@ -128,6 +129,29 @@ def asarray(a, dtype=None, order=None, *, copy=None):
     """
     del order, copy  # arrays are immutable: a copy is never needed
     return asarray_any(a, _dtype_arg(dtype))
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array holding the data of `x`, any object with `__dlpack__` and
+    `__dlpack_device__` on the host (a NumPy array, a CPU torch tensor, an Array). The
+    buffer is read without a copy and then placed on the default device; 64-bit dtypes
+    narrow without x64.
+
+    >>> mnp.from_dlpack(np.arange(3.0)).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    del device, copy  # arrays are immutable and live on the default device
+    if isinstance(x, Array):
+        return x
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ and "
+                        "__dlpack_device__ methods; use mnp.asarray for other array-likes")
+    try:
+        value = np.from_dlpack(x)
+    except (BufferError, TypeError, RuntimeError) as e:
+        raise TypeError(f"from_dlpack: cannot read {type(x).__name__} (DLPack device "
+                        f"{x.__dlpack_device__()}): {e}") from None
+    return asarray_any(value)
 
 
 def copy(a, order=None):

@@ -12,7 +12,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array, is_python_scalar
 
 __all__ = [
-    "dtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types", "number", "integer",
+    "dtype", "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types", "number", "integer",
     "signedinteger", "unsignedinteger", "floating", "inexact", "generic", "isscalar", "ndim",
     "shape", "size",
 ]
@@ -25,14 +25,12 @@ floating, inexact, generic = np.floating, np.inexact, np.generic
 
 
 # ---- dtype utilities -----------------------------------------------------------------------
+# Every utility takes a dtype named any way: a NumPy dtype, a name or code ("float16", "f2",
+# "<f4"), a NumPy / ml_dtypes / mytorch scalar type (np.int8, ml_dtypes.bfloat16, mnp.int8),
+# a Python type (bool, int, float), or an array (its dtype).
 def _as_np_dtype(d):
-    if d is float:
-        return dtypes.default_float()
-    if d is int:
-        return dtypes.default_int()
-    if d is bool:
-        return dtypes.bool_
-    return np.dtype(d)
+    """The dtype a dtype-like names; Python `int`/`float` are the default int/float."""
+    return dtypes.to_dtype(d)
 
 
 def dtype(x):
@@ -48,14 +46,22 @@ def dtype(x):
         return dtypes.python_scalar_dtype(x)[0]
     if isinstance(x, (np.ndarray, np.generic)):
         return dtypes.canonicalize(x.dtype)
-    return dtypes.canonicalize(_as_np_dtype(x))
+    return dtypes.canonicalize(dtypes.to_dtype(x))
+
+
+_PY_TYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
 
 
 def _dtype_of(x):
-    """The dtype named by a dtype-like or carried by an array (not canonicalised)."""
+    """The dtype named by a dtype-like or carried by an array (not canonicalised; the Python
+    types mean NumPy's int64/float64 here, as in JAX's issubdtype, can_cast and finfo)."""
     if isinstance(x, Array) or isinstance(x, (np.ndarray, np.generic)):
         return x.dtype
-    return _as_np_dtype(x)
+    if isinstance(x, type) and x in _PY_TYPES:
+        return _PY_TYPES[x]
+    if x is complex:
+        raise TypeError("mytorch does not support complex dtypes")
+    return dtypes.to_dtype(x)
 
 
 def finfo(dtype):
@@ -110,13 +116,46 @@ def can_cast(from_, to, casting="safe"):
 
 
 def promote_types(type1, type2):
-    """The promoted dtype of two dtypes by the JAX lattice (`int32, float16 -> float16`;
-    64-bit results narrow to 32 bits without x64).
+    """The promoted dtype of two dtype-likes by the JAX lattice (`int32, float16 ->
+    float16`; the Python types `int` and `float` are weak: `int, int8 -> int8`; 64-bit
+    results narrow to 32 bits without x64).
 
     >>> mnp.promote_types(mnp.int8, mnp.uint8)
     dtype('int16')
     """
-    return dtypes.promote_types(_dtype_of(type1), _dtype_of(type2))
+    return dtypes.promote_types(*(t.dtype if isinstance(t, Array) else t for t in (type1, type2)))
+
+
+_KINDS = {
+    "bool": lambda d: d == dtypes.bool_,
+    "signed integer": dtypes.is_signed_int,
+    "unsigned integer": dtypes.is_unsigned_int,
+    "integral": dtypes.is_int,
+    "real floating": dtypes.is_float,
+    "complex floating": lambda d: False,
+    "numeric": lambda d: dtypes.is_int(d) or dtypes.is_float(d),
+}
+
+
+def isdtype(dtype, kind):
+    """Whether `dtype` is of `kind` (the array API's test): a kind name ("bool", "signed
+    integer", "unsigned integer", "integral", "real floating", "complex floating",
+    "numeric"), a dtype-like, or a tuple of these.
+
+    >>> mnp.isdtype(mnp.bfloat16, "real floating")
+    True
+    """
+    d = _dtype_of(dtype)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str) and k in _KINDS:
+            if _KINDS[k](d):
+                return True
+        elif isinstance(k, str) and " " in k:
+            raise ValueError(f"isdtype: unknown kind {k!r}; known: {', '.join(_KINDS)}")
+        elif d == _dtype_of(k):
+            return True
+    return False
 
 
 # ---- shape queries -------------------------------------------------------------------------

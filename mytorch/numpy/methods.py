@@ -55,8 +55,8 @@ def _scalar_fast(x, y, kinds):
     """The weak 0-d operand for a Python float or int `y` against a strong float or int
     array `x`, when promotion would just give x's dtype; else None."""
     dt = x.dtype
-    if kinds is None or x.weak_type or dt not in kinds:
-        return None
+    if kinds is None or x.weak_type or dt not in kinds or not dtypes.is_canonical(dt):
+        return None  # (an int64 array made under x64, used without it, promotes: narrows)
     t, info = type(y), _IINFO.get(dt)
     if t is float:
         if dt not in _FLOATS:
@@ -196,8 +196,13 @@ def _at(self):
 
 
 def _round_dunder(self, ndigits=None):
-    """`round(x, ndigits)`: `mytorch.numpy.round` (an array, also for ndigits=None)."""
-    return _mnp.round(self, 0 if ndigits is None else ndigits)
+    """`round(x)`: a Python int for a concrete 0-d array (half to even, as Python's
+    `round`), else an array of the default int; `round(x, ndigits)`: `mnp.round`."""
+    if ndigits is not None:
+        return _mnp.round(self, ndigits)
+    if not self.shape and hasattr(self, "_buf"):
+        return round(self.item())
+    return _mnp.round(self).astype(dtypes.default_int())
 
 
 # ---- shape methods ------------------------------------------------------------------------

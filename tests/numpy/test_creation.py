@@ -373,10 +373,11 @@ TRACED = {
     "triu": lambda x: mnp.triu(mnp.full((2, 3, 3), x), 1),
     "meshgrid": lambda x: mnp.meshgrid(mnp.full((2,), x), mnp.arange(3)),
     "indices": lambda x: mnp.indices((2, 3)),
+    "from_dlpack": lambda x: mnp.from_dlpack(np.arange(3.0)) * x,
 }
 NOT_FUNCTIONS = {"number", "integer", "signedinteger", "unsignedinteger", "floating", "inexact",
                  "generic"}
-STATIC_ONLY = {"dtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types",
+STATIC_ONLY = {"dtype", "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types",
                "isscalar", "ndim", "shape", "size"}
 
 
