@@ -27,6 +27,7 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
+from mytorch.lax._masking import guard_linear
 from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
 from mytorch.transforms.batching import batch_flat
@@ -272,7 +273,10 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
         c, k, rows = xs[:num_consts], list(xs[num_consts:num_consts + num_carry]), xs[
             num_consts + num_carry:]
         ins = rows[:-1] if first else rows
-        outs, od = batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), [*c, *k, *ins],
+        # the step is linear in the carries: an element that did not run it feeds zeros,
+        # so the rows it recorded after finishing never meet a (co)tangent
+        k_in = [guard_linear(rows[-1], x) for x in k] if first else k
+        outs, od = batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), [*c, *k_in, *ins],
                               [*c_dims, *[0] * (num_carry + len(ins))], axis, "tape_scan")
         outs = [bdim_at_front(o, d, size) for o, d in zip(outs, od)]
         return _masked(rows[-1], outs, k) if first else outs
