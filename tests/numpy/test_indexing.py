@@ -111,6 +111,8 @@ def test_getitem_matches_numpy(case):
     x, idx = case
     expected, err = _numpy_result(x, idx)
     if err is not None:
+        if "out of bounds" in str(err) and "with size 0" not in str(err):
+            return  # where NumPy raises, JAX clamps: tests/numpy/test_index_bounds.py
         with pytest.raises(IndexError):
             I.getitem(from_numpy(x), idx)
         return
