@@ -33,6 +33,9 @@ from mytorch.lax.cond import cond, switch  # noqa: F401,E402
 from mytorch.lax.scan import fori_loop, map, scan  # noqa: F401,E402
 from mytorch.lax.while_loop import while_loop  # noqa: F401,E402
 from mytorch.lax.precision import Precision  # noqa: F401,E402
+from mytorch.lax.composite import (  # noqa: F401,E402
+    associative_scan, clz, collapse, population_count, reduce,
+)
 
 
 def _export_primitives():

@@ -19,6 +19,14 @@ from mytorch.numpy.indexing import *  # noqa: F401,F403
 from mytorch.numpy.products import *  # noqa: F401,F403
 from mytorch.numpy.sorting import *  # noqa: F401,F403
 from mytorch.numpy.vectorize import piecewise, vectorize  # noqa: F401
+from mytorch.numpy.index_tricks import *  # noqa: F401,F403
+from mytorch.numpy.setops import *  # noqa: F401,F403
+from mytorch.numpy.signal import *  # noqa: F401,F403
+from mytorch.numpy.polynomial import *  # noqa: F401,F403
+from mytorch.numpy.moments import *  # noqa: F401,F403
+from mytorch.numpy.functional import *  # noqa: F401,F403
+from mytorch.numpy.bitpack import *  # noqa: F401,F403
+from mytorch.numpy.bits import spacing  # noqa: F401
 from mytorch.numpy import linalg  # noqa: F401
 from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
 

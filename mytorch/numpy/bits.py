@@ -18,7 +18,7 @@ from mytorch.numpy._ufunc_util import (
 __all__ = [
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "bitwise_invert",
     "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift", "signbit",
-    "copysign", "nextafter", "ldexp", "frexp",
+    "copysign", "nextafter", "ldexp", "frexp", "spacing",
 ]
 
 
@@ -161,3 +161,12 @@ def ldexp(x1, x2):
     t1 = lax.max(lax.min(t, info.maxexp - 1), info.minexp + 1)  # m * 2**t1 is normal
     out = lax.mul(lax.mul(m, _pow2(t1, x.dtype)), _pow2(lax.sub(t, t1), x.dtype))
     return lax.convert_element_type(out, x.dtype, x.weak_type and e.weak_type)
+
+
+def spacing(x):
+    """The distance from x to the next representable float away from zero, carrying x's
+    sign (NumPy's `spacing`); ints give the default float. NaN and inf give NaN."""
+    (a,) = _float_args("spacing", x)
+    mag = lax.abs(a)
+    step = lax.sub(nextafter(mag, _const(np.inf, a.dtype, False)), mag)
+    return _select(lax.lt(a, _const(0, a.dtype, False)), lax.neg(step), step)
