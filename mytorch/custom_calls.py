@@ -32,8 +32,15 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
-from mytorch.core.trace import EvalTrace, Suspended, Tracer, aval_of, current_trace, \
-    new_trace, set_current_trace
+from mytorch.core.trace import (
+    EvalTrace,
+    Suspended,
+    Tracer,
+    aval_of,
+    current_trace,
+    new_trace,
+    set_current_trace,
+)
 from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, bdim_to, moveaxis
 from mytorch.lax.reductions import reduce_sum
 from mytorch.transforms.batching import BatchTrace, BatchTracer, batch_flat, batched_aval
@@ -41,8 +48,14 @@ from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import JVPTrace
 from mytorch.transforms.partial_eval import PartialEvalTrace
 
-__all__ = ["CustomJVPCall", "CustomVJPCall", "bind_custom", "custom_jvp_call_p",
-           "custom_vjp_call_p", "custom_lin_p"]
+__all__ = [
+    "CustomJVPCall",
+    "CustomVJPCall",
+    "bind_custom",
+    "custom_jvp_call_p",
+    "custom_lin_p",
+    "custom_vjp_call_p",
+]
 
 
 def _name(fun):

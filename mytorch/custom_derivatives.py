@@ -21,8 +21,14 @@ from mytorch.core.ad_util import Zero, is_differentiable
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.staging import StagingTracer, trace_to_jaxpr
 from mytorch.core.trace import EvalTrace, Tracer, aval_of, current_trace
-from mytorch.custom_calls import CustomJVPCall, CustomVJPCall, bind_custom
-from mytorch.custom_calls import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p  # noqa: F401
+from mytorch.custom_calls import (  # noqa: F401
+    CustomJVPCall,
+    CustomVJPCall,
+    bind_custom,
+    custom_jvp_call_p,
+    custom_lin_p,
+    custom_vjp_call_p,
+)
 from mytorch.lax._utils import asarray
 from mytorch.lax.elementwise import convert_element_type
 from mytorch.transforms.batching import BatchTracer

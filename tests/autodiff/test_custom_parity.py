@@ -3,6 +3,7 @@ JAX 0.10, written literally), so a primal with Python control flow on values
 differentiates; closures; vmap against the loop definition; linear_transpose and
 closure_convert against closed forms."""
 
+import functools
 from collections import Counter
 
 import numpy as np
@@ -415,3 +416,89 @@ def test_closure_convert_makes_a_custom_vjp_closure_differentiable():
 
     # d/dy (2 y) = 2, through the hoisted constant
     np.testing.assert_allclose(mt.grad(outer)(mnp.array(3.0)), 2.0)
+
+
+# ---- the usual patterns: a rule calling f, pytrees, nondiff_argnums -----------------------
+def _make_tree_jvp():
+    @mt.custom_jvp
+    def f(x, y):
+        CALLS["f"] += 1
+        return {"a": x * y, "b": mnp.sin(x)}
+
+    @f.defjvp
+    def f_jvp(p, t):
+        CALLS["jvp"] += 1
+        (x, y), (tx, ty) = p, t
+        return f(x, y), {"a": tx * y + x * ty, "b": mnp.cos(x) * tx}
+
+    return f
+
+
+def _make_nondiff_vjp():
+    @functools.partial(mt.custom_vjp, nondiff_argnums=(0,))
+    def g(n, x, w):
+        CALLS["f"] += 1
+        return (x * w) ** n
+
+    def fwd(n, x, w):
+        CALLS["fwd"] += 1
+        return g(n, x, w), (x, w)
+
+    def bwd(n, res, ct):
+        CALLS["bwd"] += 1
+        x, w = res
+        d = n * (x * w) ** (n - 1) * ct
+        return (d * w, d * x)
+
+    g.defvjp(fwd, bwd)
+    return g
+
+
+_x, _y = mnp.array(0.7), mnp.array(1.3)
+_xs, _ws = mnp.arange(3.0) / 3 + 0.1, mnp.arange(3.0) / 2 + 0.2
+# (case, jax's counts, jax's values flattened and rounded to 4 digits)
+PATTERNS = [
+    ("jvp_grad", lambda: mt.grad(lambda x, y: _make_tree_jvp()(x, y)["a"]
+                                 + _make_tree_jvp()(x, y)["b"], (0, 1))(_x, _y),
+     {"jvp": 2, "f": 2}, [2.0648, 0.7]),
+    ("jvp_jvp", lambda: mt.jvp(_make_tree_jvp(), (_x, _y), (mnp.array(1.0), mnp.array(0.0))),
+     {"jvp": 1, "f": 1}, [0.91, 0.6442, 1.3, 0.7648]),
+    ("jvp_vmap_grad", lambda: mt.vmap(mt.grad(lambda x, y: _make_tree_jvp()(x, y)["a"]),
+                                      (0, None))(_xs, _y),
+     {"jvp": 1, "f": 1}, [1.3, 1.3, 1.3]),
+    ("jvp_hessian", lambda: mt.hessian(lambda x: _make_tree_jvp()(x, _y)["b"])(_x),
+     {"jvp": 2, "f": 1}, [-0.6442]),
+    ("jvp_jit_grad", lambda: mt.jit(mt.grad(lambda x: _make_tree_jvp()(x, _y)["b"]))(_x),
+     {"jvp": 1, "f": 1}, [0.7648]),
+    ("jvp_grad_jit", lambda: mt.grad(mt.jit(lambda x: _make_tree_jvp()(x, _y)["b"]))(_x),
+     {"f": 2, "jvp": 1}, [0.7648]),
+    ("vjp_grad", lambda: mt.grad(lambda x, w: _make_nondiff_vjp()(3, x, w), (0, 1))(_x, _y),
+     {"fwd": 1, "f": 1, "bwd": 1}, [3.2296, 1.739]),
+    ("vjp_vmap_grad", lambda: mt.vmap(mt.grad(lambda x, w: _make_nondiff_vjp()(3, x, w),
+                                              (0, 1)), (0, None))(_xs, _y),
+     {"fwd": 1, "f": 1, "bwd": 1}, [0.0659, 1.2376, 3.874, 0.0051, 0.4125, 2.2847]),
+    ("vjp_grad_vmap", lambda: mt.grad(lambda x, w: mt.vmap(
+        _make_nondiff_vjp(), (None, 0, None))(3, x, w).sum(), (0, 1))(_xs, _y),
+     {"fwd": 1, "f": 1, "bwd": 1}, [0.0659, 1.2376, 3.874, 2.7023]),
+    ("vjp_jacrev", lambda: mt.jacrev(lambda x: mt.vmap(_make_nondiff_vjp(), (None, 0, 0))(
+        2, x, _ws))(_xs),
+     {"fwd": 1, "f": 1, "bwd": 1}, [0.008, 0.0, 0.0, 0.0, 0.4247, 0.0, 0.0, 0.0, 2.208]),
+    ("vjp_grad_grad", lambda: mt.grad(mt.grad(lambda x: _make_nondiff_vjp()(3, x, _y)))(_x),
+     {"fwd": 2, "f": 1, "bwd": 1}, [9.2274]),
+    ("vjp_jit_vmap", lambda: mt.jit(mt.vmap(mt.grad(lambda x, w: _make_nondiff_vjp()(2, x, w)),
+                                            (0, 0)))(_xs, _ws),
+     {"fwd": 1, "f": 1, "bwd": 1}, [0.008, 0.4247, 2.208]),
+    ("vjp_vmap_vmap", lambda: mt.vmap(mt.vmap(mt.grad(
+        lambda x, w: _make_nondiff_vjp()(2, x, w)), (0, None)), (None, 0))(_xs, _ws),
+     {"fwd": 1, "f": 1, "bwd": 1},
+     [0.008, 0.0347, 0.0613, 0.098, 0.4247, 0.7513, 0.288, 1.248, 2.208]),
+]
+
+
+@pytest.mark.parametrize("case,run,counts,values", PATTERNS, ids=[p[0] for p in PATTERNS])
+def test_usual_patterns_match_jax(case, run, counts, values):
+    CALLS.clear()
+    out = run()
+    assert dict(CALLS) == counts
+    flat = np.concatenate([np.ravel(np.asarray(v)) for v in mt.tree_util.tree_leaves(out)])
+    np.testing.assert_allclose(flat, values, atol=2e-4)
