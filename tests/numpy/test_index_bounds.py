@@ -146,6 +146,31 @@ def four_ways(fn, x, idx, *args):
     }
 
 
+def _shifted(idx):
+    return tuple(c + 1 if _is_int_part(c) else c for c in idx)
+
+
+def check_vmap(fn, ref, x, idx, *args):
+    """vmap over the examples (x, idx) and (-x, idx + 1) equals the loop: with the index
+    static (the same for both) and with its integer parts batched."""
+    slots = [k for k, c in enumerate(idx) if _is_int_part(c)]
+    xs = [mnp.asarray(np.stack([x, -x]))] + [mnp.asarray(np.stack([a, a])) for a in args]
+    got = mt.vmap(lambda *a: fn(*a, idx))(*xs)
+    assert_close(got, np.stack([ref(x, idx, *args), ref(-x, idx, *args)]), dtype=x.dtype)
+    idx2 = _shifted(idx)
+    parts = [mnp.asarray(np.stack([np.asarray(idx[k]), np.asarray(idx2[k])]).astype(np.int32))
+             for k in slots]
+
+    def per_example(*a):
+        new = list(idx)
+        for k, p in zip(slots, a[len(xs):], strict=True):
+            new[k] = p
+        return fn(*a[:len(xs)], tuple(new))
+
+    got = mt.vmap(per_example)(*xs, *parts)
+    assert_close(got, np.stack([ref(x, idx, *args), ref(-x, idx2, *args)]), dtype=x.dtype)
+
+
 def _check_all(results, expected, dtype=np.float32):
     for way, got in results.items():
         try:
@@ -160,11 +185,12 @@ def _check_all(results, expected, dtype=np.float32):
 def test_gather_static_and_traced_agree_with_reference(case, mode):
     x, idx = case
     if mode == "clip":
-        results = four_ways(lambda x, i: x[i], x, idx)
-        _check_all(results, ref_get(x, idx))
+        fn = lambda x, i: x[i]  # noqa: E731
     else:
-        results = four_ways(lambda x, i: x.at[i].get(mode="fill", fill_value=FILL), x, idx)
-        _check_all(results, ref_get(x, idx, "fill", FILL))
+        fn = lambda x, i: x.at[i].get(mode="fill", fill_value=FILL)  # noqa: E731
+    ref = lambda x, i: ref_get(x, i, mode, FILL)  # noqa: E731
+    _check_all(four_ways(fn, x, idx), ref(x, idx))
+    check_vmap(fn, ref, x, idx)
 
 
 @settings(max_examples=60, deadline=None)
@@ -176,8 +202,11 @@ def test_scatter_static_and_traced_agree_with_reference(case, op, mode, seed):
     vals = (np.random.default_rng(seed).integers(-20, 20, shape) * 10).astype(np.float32)
     if op == "set":  # set keeps an unspecified one of repeated updates
         assume(_targets(x, idx, mode).max(initial=0) <= 1)
-    results = four_ways(lambda x, v, i: getattr(x.at[i], op)(v, mode=mode), x, idx, vals)
-    _check_all(results, ref_update(x, idx, vals, op, mode))
+        assume(_targets(x, _shifted(idx), mode).max(initial=0) <= 1)
+    fn = lambda x, v, i: getattr(x.at[i], op)(v, mode=mode)  # noqa: E731
+    _check_all(four_ways(fn, x, idx, vals), ref_update(x, idx, vals, op, mode))
+    check_vmap(lambda x, v, i: fn(x, v, i), lambda x, i, v: ref_update(x, i, v, op, mode),
+               x, idx, vals)
 
 
 # ---- literal JAX results ------------------------------------------------------------------
@@ -379,7 +408,7 @@ GRAD_CASES = [
 
 @pytest.mark.usefixtures("x64")
 @pytest.mark.parametrize("shape, idx", GRAD_CASES, ids=str)
-@pytest.mark.parametrize("how", ["static", "traced"])
+@pytest.mark.parametrize("how", ["eager static", "eager arrays", "jit static", "jit traced"])
 def test_grads_of_clamped_gathers_and_dropped_scatters(shape, idx, how):
     """Against float64 central differences, and exactly: a clamped read sends its cotangent
     to the element it read; a dropped update sends none to the update and leaves x's."""
@@ -388,7 +417,7 @@ def test_grads_of_clamped_gathers_and_dropped_scatters(shape, idx, how):
     parts = [mnp.asarray(np.asarray(idx[k], np.int32)) for k in slots]
 
     def index(parts):
-        if how == "static":
+        if how.endswith("static"):
             return idx
         new = list(idx)
         for k, p in zip(slots, parts, strict=True):
@@ -397,10 +426,11 @@ def test_grads_of_clamped_gathers_and_dropped_scatters(shape, idx, how):
 
     shape = ref_get(x, idx).shape
     v = np.random.default_rng(1).standard_normal(shape)
-    get = mt.jit(lambda x, *p: x[index(p)])
-    fill = mt.jit(lambda x, *p: x.at[index(p)].get(mode="fill", fill_value=0.0))
-    add = mt.jit(lambda x, v, *p: x.at[index(p)].add(v))
-    set_ = mt.jit(lambda x, v, *p: x.at[index(p)].set(v))
+    wrap = mt.jit if how.startswith("jit") else (lambda f: f)
+    get = wrap(lambda x, *p: x[index(p)])
+    fill = wrap(lambda x, *p: x.at[index(p)].get(mode="fill", fill_value=0.0))
+    add = wrap(lambda x, v, *p: x.at[index(p)].add(v))
+    set_ = wrap(lambda x, v, *p: x.at[index(p)].set(v))
     check_grads(lambda x: get(x, *parts), (x,), order=2)
     check_grads(lambda x: fill(x, *parts), (x,), order=2)
     check_grads(lambda x, v: add(x, v, *parts), (x, v), order=2)
