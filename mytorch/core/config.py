@@ -30,9 +30,9 @@ _NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on 
 
 def _option(name):
     """The option `name` refers to: itself, or the option a `jax_`-prefixed alias names."""
-    if name not in _DEFAULTS and isinstance(name, str) and name.startswith("jax_"):
-        if name[4:] in _DEFAULTS:
-            return name[4:]
+    if name not in _DEFAULTS and isinstance(name, str) and name[4:] in _DEFAULTS \
+            and name.startswith("jax_"):
+        return name[4:]
     return name
 
 

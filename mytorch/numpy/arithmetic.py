@@ -398,14 +398,6 @@ def fmin(x1, x2):
     return _nan_ignoring("fmin", lax.min, x1, x2)
 
 
-def _clip_bound(bound, dtype):
-    """A Python int bound outside an integer dtype's range clamps to the range (NumPy)."""
-    if type(bound) is int and dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
-        return builtins.min(builtins.max(bound, int(info.min)), int(info.max))
-    return bound
-
-
 def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     """`a` limited to [a_min, a_max] (either may be None; NumPy 2's min=/max= keywords work
     too). Equivalent to minimum(maximum(a, a_min), a_max), so a_min > a_max gives a_max.
@@ -417,11 +409,11 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
         raise ValueError("clip: pass each bound once (a_min or min, a_max or max)")
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
-    out = asarray_any(a)
+    out = asarray_any(a)  # a Python int bound wraps into a narrow dtype, as in JAX
     if lo is not None:
-        out = maximum(out, _clip_bound(lo, out.dtype))
+        out = maximum(out, lo)
     if hi is not None:
-        out = minimum(out, _clip_bound(hi, out.dtype))
+        out = minimum(out, hi)
     return out
 
 

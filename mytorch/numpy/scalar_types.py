@@ -38,5 +38,5 @@ uint8, uint16, uint32, uint64 = (
     _ScalarType(d) for d in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (_ScalarType(d) for d in (np.float16, np.float32, np.float64))
 bfloat16 = _ScalarType(dtypes.bfloat16)
-bool = bool_  # noqa: A001  (JAX's name; NumPy 2 has it too)
+bool = bool_  # JAX's name (NumPy 2 has it too)
 int_, uint, float_, double, single = int64, uint64, float64, float64, float32

@@ -13,7 +13,7 @@ import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.errors import ConcretizationTypeError, X64Warning
 from mytorch.numpy import creation
-from tests.strategies import assert_close, shapes
+from tests.strategies import arrays, assert_close, shapes
 
 # NumPy references warn about their own overflows (the kernels are checked in check())
 pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
@@ -65,6 +65,109 @@ def test_asarray_and_copy():
         assert mnp.asarray([1.0], dtype=np.float64).dtype == F32
     with pytest.raises(TypeError, match="cannot convert"):
         mnp.asarray({"a": 1})
+
+
+# ---- foreign array-likes (issue 13, item 9) --------------------------------------------------
+class _WithArray:
+    """A torch-tensor-like: only `__array__`."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __array__(self, dtype=None, copy=None):
+        return self.value if dtype is None else self.value.astype(dtype)
+
+
+class _WithInterface:
+    """Only the NumPy array interface (as many C extensions expose)."""
+
+    def __init__(self, value):
+        self.value = value
+        self.__array_interface__ = value.__array_interface__
+
+
+class _WithDLPack:
+    """Only DLPack (a tensor from another framework); counts the exports."""
+
+    def __init__(self, value):
+        self.value, self.exports = value, 0
+
+    def __dlpack__(self, **kwargs):
+        self.exports += 1
+        return self.value.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.value.__dlpack_device__()
+
+
+# NumPy dtypes that every foreign protocol carries (bfloat16 only through __array__)
+FOREIGN_DTYPES = [BOOL, I8, U8, I32, F16, F32]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_asarray_reads_foreign_array_likes(data):
+    dt = data.draw(st.sampled_from(FOREIGN_DTYPES), label="dtype")
+    value = data.draw(arrays(dt, shapes(max_dims=3)), label="value")
+    kind = data.draw(st.sampled_from(["__array__", "interface", "memoryview", "dlpack"]))
+    wrapped = {"__array__": _WithArray, "interface": _WithInterface,
+               "memoryview": memoryview, "dlpack": _WithDLPack}[kind](value)
+    out = mnp.asarray(wrapped)
+    assert isinstance(out, mt.Array) and not out.weak_type
+    assert_close(out, value, dtype=dt)  # reference: the NumPy array itself, exactly
+    assert_close(mnp.array(wrapped, dtype=F32), value.astype(F32), dtype=F32)
+    if kind == "dlpack":
+        assert wrapped.exports == 2  # read through DLPack, not a fallback
+    assert_close(mt.jit(lambda x: x)(mnp.asarray(wrapped)), value, dtype=dt)
+
+
+def test_asarray_foreign_edge_cases():
+    # bfloat16 through __array__; float64 narrows silently as NumPy arrays do
+    assert_close(mnp.asarray(_WithArray(np.ones(2, BF16))), [1, 1], dtype=BF16)
+    assert_close(mnp.asarray(_WithArray(np.arange(3.0))), [0, 1, 2], dtype=F32)
+    # JAX 0.10: asarray(memoryview(b"ab")) is uint8 [97, 98]
+    assert_close(mnp.asarray(memoryview(b"ab")), [97, 98], dtype=U8)
+    assert_close(mnp.asarray(bytearray(b"\x01\x02")), [1, 2], dtype=U8)
+    # JAX 0.10: asarray(range(2, 7, 2)) is int32 [2, 4, 6]; range(0) is int32 (empty)
+    assert_close(mnp.asarray(range(2, 7, 2)), [2, 4, 6], dtype=I32)
+    assert_close(mnp.array(range(3), dtype=F16), [0, 1, 2], dtype=F16)
+    assert mnp.asarray(range(0)).shape == (0,)
+    assert_close(mnp.asarray([_WithArray(np.ones(2, I8)), np.zeros(2, I8)]).shape, (2, 2))
+    with pytest.raises(TypeError, match="cannot convert object"):
+        mnp.asarray(object())
+
+
+def test_dlpack_both_ways():
+    x = mnp.arange(6.0).reshape(2, 3)
+    y = np.from_dlpack(x)  # zero-copy and read-only: arrays are immutable
+    assert_close(y, np.arange(6.0).reshape(2, 3), dtype=F32)
+    assert np.shares_memory(y, np.asarray(x)) and not y.flags.writeable
+    assert np.from_dlpack(x, copy=True).flags.writeable
+    assert x.__dlpack_device__() == (1, 0)  # kDLCPU
+    for v in (np.arange(4, dtype=np.int8), np.ones((2, 0), np.float16), np.float32(2.5)):
+        out = mnp.from_dlpack(np.asarray(v))
+        assert_close(out, v, dtype=np.asarray(v).dtype)
+    assert_close(mt.dlpack.from_dlpack(np.arange(3.0)), [0, 1, 2], dtype=F32)
+    assert mnp.from_dlpack(x) is x
+    assert_close(mnp.from_dlpack(_WithDLPack(np.arange(3, dtype=U8))), [0, 1, 2], dtype=U8)
+    with pytest.raises(TypeError, match="from_dlpack: list has no __dlpack__"):
+        mnp.from_dlpack([1, 2])
+
+
+def test_array_of_weak_arrays_is_strong():
+    # JAX 0.10: jnp.array([w]) and jnp.array([w, 1.0]) are strong float32 for a weak w;
+    # jnp.array(w) stays weak; jnp.array([wi, 1]) is strong int32
+    w, wi = mnp.asarray(2.0), mnp.asarray(3)
+    assert w.weak_type and mnp.array(w).weak_type
+    for out, dt in ((mnp.array([w]), F32), (mnp.array([w, 1.0]), F32),
+                    (mnp.array((w, w)), F32), (mnp.array([[w], [w]]), F32),
+                    (mnp.array([wi, 1]), I32), (mnp.array([w, wi]), F32)):
+        assert out.dtype == dt and not out.weak_type
+    assert (mnp.array([w]) * np.float16(1)).dtype == F32  # strong: no longer adapts
+    assert mt.jit(lambda v: mnp.array([v, v]))(2.0).weak_type is False
+    # JAX 0.10: jnp.array([jnp.int8(1), 1000]) raises OverflowError
+    with pytest.raises(OverflowError, match="array: Python integer 1000 out of bounds"):
+        mnp.array([mnp.int8(1), 1000])
 
 
 # ---- filled arrays ---------------------------------------------------------------------------
