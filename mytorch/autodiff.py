@@ -329,9 +329,16 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         leaves = tree_util.tree_leaves(out)
         if len(leaves) != 1 or aval_of(leaves[0]).shape != ():
             desc = ", ".join(aval_of(x).str_short() for x in leaves) or "no arrays"
+            pair = isinstance(out, (tuple, list)) and len(out) == 2 and not has_aux
+            first = tree_util.tree_leaves(out[0]) if pair else []
+            hint = (
+                f"If {_name(fun)} returns (loss, aux), pass has_aux=True to differentiate "
+                "the first and get the second back as it is. "
+                if pair and len(first) == 1 and aval_of(first[0]).shape == () else ""
+            )
             raise TypeError(
                 f"{what} requires a scalar output; {_name(fun)} returned {desc}{_at()}. "
-                "Use mt.vjp or mt.jacrev for non-scalar outputs."
+                f"{hint}Use mt.vjp or mt.jacrev for non-scalar outputs."
             )
         a = aval_of(leaves[0])
         if not dtypes.is_float(a.dtype):

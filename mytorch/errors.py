@@ -3,6 +3,8 @@
 This module imports nothing from mytorch, so every layer may raise these.
 """
 
+import numpy as np
+
 
 class MytorchError(Exception):
     """Base class of the errors mytorch defines itself."""
@@ -22,6 +24,17 @@ class NonConcreteBooleanIndexError(MytorchError, IndexError):
     Use `mnp.where(mask, x, fill)` to keep the shape, or `mnp.nonzero(mask, size=n)` for a
     fixed number of indices.
     """
+
+
+class AxisError(MytorchError, np.exceptions.AxisError):
+    """An axis argument is out of bounds for the array's rank (`axis=2` of a 2-D array).
+
+    NumPy's `AxisError`, so it is both a `ValueError` and an `IndexError`: `except` clauses
+    ported from NumPy or from JAX (which raises either, depending on the function) match.
+    """
+
+    def __init__(self, message):
+        super().__init__(message)
 
 
 class UnexpectedTracerError(MytorchError):

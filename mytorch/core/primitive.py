@@ -7,7 +7,7 @@ never test a primitive's name.
 
 from mytorch.core import trace as _trace
 from mytorch.core.aval import ShapedArray, describe
-from mytorch.core.source_info import user_frame
+from mytorch.core.source_info import user_error
 
 _REGISTRY = {}
 
@@ -120,19 +120,21 @@ class Primitive:
 
 
 def _with_location(err, name, avals):
+    if getattr(err, "_mytorch_described", False):  # from a nested abstract evaluation
+        return err
     msg = str(err)
+    at = getattr(err, "_mytorch_at", None)
+    if at is not None:  # raised with user_error: describe the operands before its line
+        msg = msg[: len(msg) - len(at)] if at and msg.endswith(at) else msg
     if not msg.startswith(name):
         msg = f"{name}: {msg}"
     described = "operands:" in msg or " got " in msg
     if avals and not described and all(isinstance(a, ShapedArray) for a in avals):
         msg += f" (operands: {describe(avals)})"
-    if getattr(err, "_mytorch_located", False):
+    if getattr(err, "_mytorch_located", False) and at is None:
         return err
-    info = user_frame()
-    if info is not None:
-        msg += f"\n  at {info.filename}:{info.lineno} in {info.function}"
-    new = type(err)(msg)
-    new._mytorch_located = True
+    new = user_error(type(err), msg)
+    new._mytorch_described = True
     return new
 
 

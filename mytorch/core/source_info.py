@@ -61,3 +61,21 @@ def where(prefix=" at "):
     """` at file.py:12 (fn)` for the current user line, or '' when none is found."""
     info = user_frame()
     return f"{prefix}{info}" if info is not None else ""
+
+
+def at_line():
+    """`\n  at /path/file.py:12 in fn` for the current user line, or '' when none is found:
+    the tail every error about the user's input ends with."""
+    info = user_frame()
+    return f"\n  at {info.filename}:{info.lineno} in {info.function}" if info is not None else ""
+
+
+def user_error(cls, msg):
+    """`cls(msg)` with the user's source line appended, marked so that an enclosing handler
+    (a primitive's abstract evaluation) does not append it again. Library code raises
+    `user_error(ValueError, "reshape: ...")` for every error about the user's input."""
+    at = at_line()
+    err = cls(msg + at)
+    err._mytorch_located = True
+    err._mytorch_at = at
+    return err

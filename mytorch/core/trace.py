@@ -128,7 +128,10 @@ class Tracer(Array):
         return float(self._concretize("float()", "lax.convert_element_type"))
 
     def __index__(self):
-        return int(self._concretize("using it as an index", "lax.dynamic_slice"))
+        value = self.concrete_value()
+        if value is None:
+            raise ConcretizationTypeError(_index_message(self))
+        return int(value)
 
     def __complex__(self):
         return complex(self._concretize("complex()", "real arithmetic"))
@@ -175,6 +178,19 @@ class Suspended:
 
     def __bool__(self):
         return False
+
+
+def _index_message(tracer):
+    # Python asks for __index__ where it needs an int: a shape or size (reshape, zeros, eye,
+    # broadcast_to, range(n)) far more often than a position, and shapes cannot be traced
+    return (
+        f"a Python int (a shape, a size, range() or a static index) is needed, but got an "
+        f"abstract {tracer.aval.str_short()} in {tracer._trace.name}{_at()}. Shapes and sizes "
+        "must be static: compute them from static shapes (such as x.shape[0]) or Python "
+        "values rather than from array values, or mark the argument static with "
+        "static_argnums. To index at a traced position, use lax.dynamic_slice or "
+        "lax.dynamic_index_in_dim."
+    )
 
 
 def leaked_tracer_error(tracer):

@@ -19,6 +19,7 @@ import numpy as np
 from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_error
 from mytorch.lax._utils import coerce_operands, short
 
 __all__ = ["dot_general", "dot", "batch_matmul", "dot_general_p"]
@@ -34,7 +35,8 @@ def _int_tuple(dims, what, op):
     try:
         return tuple(operator.index(d) for d in dims)
     except TypeError:
-        raise TypeError(f"{op}: {what} must be a sequence of ints, got {dims!r}") from None
+        raise user_error(TypeError,
+            f"{op}: {what} must be a sequence of ints, got {dims!r}") from None
 
 
 def _well_formed(dimension_numbers):
@@ -52,7 +54,7 @@ def normalize_dimension_numbers(dimension_numbers, op="dot_general"):
     try:
         (lc, rc), (lb, rb) = dimension_numbers
     except (TypeError, ValueError):
-        raise TypeError(
+        raise user_error(TypeError,
             f"{op}: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
             f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}"
         ) from None
@@ -80,33 +82,34 @@ def check_precision(op, precision):
     try:
         hash(precision)
     except TypeError:
-        raise ValueError(f"{op}: precision must be None or hashable, got {precision!r}") from None
+        raise user_error(ValueError,
+            f"{op}: precision must be None or hashable, got {precision!r}") from None
 
 
 def check_operand_dtypes(op, lhs, rhs, preferred_element_type):
     """The output dtype of a contraction of `lhs` and `rhs` (avals)."""
     if preferred_element_type is None:
         if lhs.dtype != rhs.dtype:
-            raise TypeError(
+            raise user_error(TypeError,
                 f"{op} needs operands of one dtype, got {short(lhs)} and {short(rhs)}. "
                 "Convert one with lax.convert_element_type, or pass preferred_element_type"
             )
         return lhs.dtype
     pet = preferred_element_type
     if not isinstance(pet, np.dtype) or pet not in dtypes.ALL_DTYPES:
-        raise ValueError(
+        raise user_error(ValueError,
             f"{op}: preferred_element_type must be None or a supported np.dtype, got {pet!r}"
         )
     for a in (lhs, rhs):
         d = a.dtype
         if dtypes.is_float(d) and not dtypes.is_float(pet):
-            raise TypeError(
+            raise user_error(TypeError,
                 f"{op}: preferred_element_type {pet} is incompatible with the floating-point "
                 f"operand {short(a)}: floating-point operands need a floating-point type"
             )
         if (dtypes.is_float(d) == dtypes.is_float(pet) and not dtypes.is_bool(d)
                 and d.itemsize > pet.itemsize):
-            raise TypeError(
+            raise user_error(TypeError,
                 f"{op}: preferred_element_type {pet} is narrower than the operand {short(a)}"
             )
     return pet
@@ -116,17 +119,19 @@ def _check_dims(op, which, aval, dims, other):
     """`dims` are distinct, in range for `aval`, and not shared with `other`."""
     for d in dims:
         if type(d) is not int:
-            raise TypeError(f"{op}: {which} dimensions must be Python ints, got {dims!r}")
+            raise user_error(TypeError,
+                f"{op}: {which} dimensions must be Python ints, got {dims!r}")
         if not 0 <= d < aval.ndim:
-            raise ValueError(
+            raise user_error(TypeError,
                 f"{op}: {which} dimension {d} is out of range for {short(aval)}: each must be "
                 f"in [0, {aval.ndim})"
             )
     if len(set(dims)) != len(dims):
-        raise ValueError(f"{op}: {which} dimensions {dims} repeat a dimension of {short(aval)}")
+        raise user_error(TypeError,
+            f"{op}: {which} dimensions {dims} repeat a dimension of {short(aval)}")
     shared = sorted(set(dims) & set(other))
     if shared:
-        raise ValueError(
+        raise user_error(TypeError,
             f"{op}: dimension {shared[0]} of {short(aval)} is both a contracting and a batch "
             "dimension"
         )
@@ -135,13 +140,13 @@ def _check_dims(op, which, aval, dims, other):
 def _check_pairs(op, kind, lhs, rhs, ldims, rdims):
     verb = "contract" if kind == "contracting" else "batch"
     if len(ldims) != len(rdims):
-        raise ValueError(
+        raise user_error(TypeError,
             f"{op} needs as many lhs as rhs {kind} dimensions, got {ldims} for {short(lhs)} "
             f"and {rdims} for {short(rhs)}"
         )
     for l, r in zip(ldims, rdims, strict=True):
         if lhs.shape[l] != rhs.shape[r]:
-            raise TypeError(
+            raise user_error(TypeError,
                 f"{op} cannot {verb} {short(lhs)} dim {l} (size {lhs.shape[l]}) with "
                 f"{short(rhs)} dim {r} (size {rhs.shape[r]})"
             )
@@ -150,7 +155,7 @@ def _check_pairs(op, kind, lhs, rhs, ldims, rdims):
 def dot_general_shape(lhs, rhs, dimension_numbers, op="dot_general"):
     """Validate `dimension_numbers` for avals `lhs`, `rhs`; returns the output shape."""
     if not _well_formed(dimension_numbers):
-        raise TypeError(
+        raise user_error(TypeError,
             f"{op}: dimension_numbers must be a tuple ((lhs_contracting, rhs_contracting), "
             f"(lhs_batch, rhs_batch)) of tuples of ints, got {dimension_numbers!r}"
         )
@@ -226,7 +231,7 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     """
     lhs, rhs = coerce_operands("dot", lhs, rhs)
     if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
-        raise TypeError(
+        raise user_error(TypeError,
             f"dot needs 1-D or 2-D operands, got {short(lhs.aval)} and {short(rhs.aval)}; "
             "use lax.dot_general for other ranks"
         )
@@ -241,12 +246,12 @@ def batch_matmul(lhs, rhs, precision=None):
     """
     lhs, rhs = coerce_operands("batch_matmul", lhs, rhs)
     if lhs.ndim < 2 or lhs.ndim != rhs.ndim:
-        raise TypeError(
+        raise user_error(TypeError,
             f"batch_matmul needs operands of one rank >= 2, got {short(lhs.aval)} and "
             f"{short(rhs.aval)}"
         )
     if lhs.shape[:-2] != rhs.shape[:-2]:
-        raise TypeError(
+        raise user_error(TypeError,
             f"batch_matmul needs equal batch dims, got {short(lhs.aval)} and {short(rhs.aval)}"
         )
     n = lhs.ndim

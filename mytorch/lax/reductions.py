@@ -19,6 +19,7 @@ import numpy as np
 from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, short
 
 __all__ = [
@@ -45,7 +46,7 @@ def _check_dtype(op, aval, kind):
             hint = "; convert bools first with lax.convert_element_type(x, np.int32)"
         elif kind is _LOGICAL and dtypes.is_float(aval.dtype):
             hint = "; compare first (e.g. lax.ne(x, 0.0)) to get a bool array"
-        raise TypeError(f"{op} needs {words} operands, got {short(aval)}{hint}")
+        raise user_error(TypeError, f"{op} needs {words} operands, got {short(aval)}{hint}")
 
 
 # ---- axis checks -------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def _normalize_axis(axis, ndim, op):
     """A binder's axis: in-range negative axes count from the end; anything else is passed
     on for the abstract evaluation to reject with a full message."""
     if not _is_int(axis):
-        raise TypeError(f"{op}: an axis must be an int, got {axis!r}")
+        raise user_error(TypeError, f"{op}: an axis must be an int, got {axis!r}")
     axis = operator.index(axis)
     return axis + ndim if -ndim <= axis < 0 else axis
 
@@ -68,34 +69,38 @@ def _normalize_axes(axes, ndim, op):
     try:
         axes = tuple(axes)
     except TypeError:
-        raise TypeError(f"{op}: axes must be a tuple of ints, got {axes!r}") from None
+        raise user_error(TypeError, f"{op}: axes must be a tuple of ints, got {axes!r}") from None
     return tuple(_normalize_axis(a, ndim, op) for a in axes)
 
 
 def _check_axis(op, aval, axis, what="axis"):
     if type(axis) is not int:
-        raise TypeError(f"{op}: {what} must be a Python int, got {axis!r}")
+        raise user_error(TypeError, f"{op}: {what} must be a Python int, got {axis!r}")
     n = aval.ndim
     if 0 <= axis < n:
         return axis
     if n == 0:
-        raise ValueError(f"{op}: {what} {axis} is invalid for the 0-d operand {short(aval)}, "
-                         "which has no axes")
+        raise user_error(ValueError,
+            f"{op}: {what} {axis} is invalid for the 0-d operand {short(aval)}, "
+            "which has no axes")
     if -n <= axis < 0:
-        raise ValueError(f"{op}: the primitive takes non-negative axes, got {what} {axis}; "
-                         f"the binder lax.{op} normalises negative axes")
-    raise ValueError(f"{op}: {what} {axis} is out of bounds for {short(aval)}: it must be in "
-                     f"[{-n}, {n})")
+        raise user_error(ValueError,
+            f"{op}: the primitive takes non-negative axes, got {what} {axis}; "
+            f"the binder lax.{op} normalises negative axes")
+    raise user_error(ValueError,
+        f"{op}: {what} {axis} is out of bounds for {short(aval)}: it must be in "
+        f"[{-n}, {n})")
 
 
 def _check_axes(op, aval, axes):
     if not isinstance(axes, tuple):
-        raise TypeError(f"{op}: axes must be a tuple of ints, got {axes!r}")
+        raise user_error(TypeError, f"{op}: axes must be a tuple of ints, got {axes!r}")
     for a in axes:
         _check_axis(op, aval, a)
     if len(set(axes)) != len(axes):
-        raise ValueError(f"{op}: axes {axes} name an axis more than once (after negative "
-                         f"axes are normalised) for {short(aval)}")
+        raise user_error(ValueError,
+            f"{op}: axes {axes} name an axis more than once (after negative "
+            f"axes are normalised) for {short(aval)}")
     return axes
 
 
@@ -181,15 +186,16 @@ def _arg_reducer(name, which):
     def _abstract_eval(x, *, axes, index_dtype):
         _check_dtype(name, x, _ANY)
         if not isinstance(axes, tuple) or len(axes) != 1:
-            raise ValueError(f"{name}: axes must be a tuple of one axis, got {axes!r}")
+            raise user_error(ValueError, f"{name}: axes must be a tuple of one axis, got {axes!r}")
         (axis,) = axes
         _check_axis(name, x, axis)
         if x.shape[axis] == 0:
-            raise ValueError(f"{name}: axis {axis} of {short(x)} is empty, and the "
-                             f"{which} of no values is undefined")
+            raise user_error(ValueError, f"{name}: axis {axis} of {short(x)} is empty, and the "
+                                         f"{which} of no values is undefined")
         index_dtype = np.dtype(index_dtype)
         if not dtypes.is_int(index_dtype):
-            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+            raise user_error(TypeError,
+                f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
         return ShapedArray(_drop(x.shape, axes), index_dtype, False)
 
     def fn(operand, axis, index_dtype=dtypes.int32):
@@ -198,7 +204,7 @@ def _arg_reducer(name, which):
         try:
             index_dtype = dtypes.canonicalize(index_dtype, explicit=True)
         except TypeError as err:
-            raise TypeError(f"{name}: {err}") from None
+            raise user_error(TypeError, f"{name}: {err}") from None
         return prim.bind(x, axes=(axis,), index_dtype=index_dtype)
 
     fn.__name__ = fn.__qualname__ = name
@@ -237,7 +243,7 @@ def _cumulative(name, kind, doc, call=None, result=None):
         _check_dtype(name, x, kind)
         _check_axis(name, x, axis)
         if not isinstance(reverse, bool):
-            raise ValueError(f"{name}: reverse must be a bool, got {reverse!r}")
+            raise user_error(ValueError, f"{name}: reverse must be a bool, got {reverse!r}")
         return x
 
     def fn(operand, axis=0, reverse=False):

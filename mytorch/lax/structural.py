@@ -22,6 +22,7 @@ import numpy as np
 from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, coerce_operands, short
 from mytorch.lax.elementwise import convert_element_type
 
@@ -46,47 +47,50 @@ def int_tuple(values, what, op):
     try:
         values = tuple(values)
     except TypeError:
-        raise TypeError(f"{op}: {what} must be a sequence of ints, got {values!r}") from None
+        raise user_error(TypeError,
+            f"{op}: {what} must be a sequence of ints, got {values!r}") from None
     if not all(_is_int(v) for v in values):
-        raise TypeError(f"{op}: {what} must be a sequence of ints, got {values!r}")
+        raise user_error(TypeError, f"{op}: {what} must be a sequence of ints, got {values!r}")
     return tuple(operator.index(v) for v in values)
 
 
-def normalize_axis(axis, ndim, op, what="axis"):
-    """`axis` in [-ndim, ndim) as a non-negative int; ValueError otherwise."""
+def normalize_axis(axis, ndim, op, what="axis", cls=ValueError):
+    """`axis` in [-ndim, ndim) as a non-negative int; `cls` (JAX's class for `op`) otherwise."""
     if not _is_int(axis):
-        raise TypeError(f"{op}: {what} must be an int, got {axis!r}")
+        raise user_error(TypeError, f"{op}: {what} must be an int, got {axis!r}")
     axis = operator.index(axis)
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: {what} {axis} is out of bounds for rank {ndim}: it must be "
-                         f"in [{-ndim}, {ndim})")
+        raise user_error(cls,
+            f"{op}: {what} {axis} is out of bounds for rank {ndim}: it must be "
+            f"in [{-ndim}, {ndim})")
     return axis % ndim
 
 
 def _check_params(op, what, values):
     """Abstract evals re-check params, since jaxprs can be built without the binders."""
     if not isinstance(values, tuple) or not all(type(v) is int for v in values):
-        raise TypeError(f"{op}: {what} must be a tuple of Python ints, got {values!r}")
+        raise user_error(TypeError, f"{op}: {what} must be a tuple of Python ints, got {values!r}")
     return values
 
 
 def _check_shape(op, shape, what="shape"):
     _check_params(op, what, shape)
     if any(d < 0 for d in shape):
-        raise ValueError(f"{op}: {what} {shape} has a negative dimension")
+        raise user_error(TypeError, f"{op}: {what} {shape} has a negative dimension")
     return shape
 
 
-def _check_dims(op, what, dims, ndim, aval=None):
-    """Distinct dims in [0, ndim)."""
+def _check_dims(op, what, dims, ndim, aval=None, cls=ValueError):
+    """Distinct dims in [0, ndim); `cls` (JAX's class for `op`) otherwise."""
     _check_params(op, what, dims)
     target = f"{short(aval)}" if aval is not None else f"rank {ndim}"
     for d in dims:
         if not 0 <= d < ndim:
-            raise ValueError(f"{op}: {what} {dims} are out of range for {target}: each must "
-                             f"be in [0, {ndim})")
+            raise user_error(cls,
+                f"{op}: {what} {dims} are out of range for {target}: each must "
+                f"be in [0, {ndim})")
     if len(set(dims)) != len(dims):
-        raise ValueError(f"{op}: {what} {dims} name a dimension more than once")
+        raise user_error(cls, f"{op}: {what} {dims} name a dimension more than once")
     return dims
 
 
@@ -107,16 +111,19 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
     _check_shape(op, shape)
     _check_params(op, "broadcast_dimensions", bd)
     if len(bd) != x.ndim:
-        raise ValueError(f"{op}: broadcast_dimensions {bd} must name one target dim for each "
-                         f"of the {x.ndim} dims of {short(x)}")
+        raise user_error(TypeError,
+            f"{op}: broadcast_dimensions {bd} must name one target dim for each "
+            f"of the {x.ndim} dims of {short(x)}")
     if any(not 0 <= d < len(shape) for d in bd):
-        raise ValueError(f"{op}: broadcast_dimensions {bd} must be in [0, {len(shape)}) for "
-                         f"the target shape {shape}")
+        raise user_error(TypeError,
+            f"{op}: broadcast_dimensions {bd} must be in [0, {len(shape)}) for "
+            f"the target shape {shape}")
     if any(b <= a for a, b in zip(bd, bd[1:])):
-        raise ValueError(f"{op}: broadcast_dimensions {bd} must be strictly increasing")
+        raise user_error(TypeError,
+                         f"{op}: broadcast_dimensions {bd} must be strictly increasing")
     for i, d in enumerate(bd):
         if x.shape[i] not in (1, shape[d]):
-            raise TypeError(
+            raise user_error(TypeError,
                 f"{op} cannot broadcast {short(x)} to shape {shape} with broadcast_dimensions "
                 f"{bd}: operand dim {i} has size {x.shape[i]} but target dim {d} has size "
                 f"{shape[d]}; each operand dim must equal its target dim or be 1")
@@ -165,7 +172,8 @@ def broadcast_to_rank(x, rank):
     if x.ndim == rank:
         return x
     if x.ndim > rank:
-        raise ValueError(f"broadcast_to_rank: {short(x.aval)} already has rank > {rank}")
+        raise user_error(ValueError,
+            f"broadcast_to_rank: {short(x.aval)} already has rank > {rank}")
     return broadcast(x, (1,) * (rank - x.ndim))
 
 
@@ -179,7 +187,8 @@ def expand_dims(array, dimensions):
     ndim_out = x.ndim + len(dims)
     dims = [normalize_axis(d, ndim_out, "expand_dims", "dimension") for d in dims]
     if len(set(dims)) != len(dims):
-        raise ValueError(f"expand_dims: dimensions {tuple(dimensions)} repeat a dimension")
+        raise user_error(ValueError,
+            f"expand_dims: dimensions {tuple(dimensions)} repeat a dimension")
     shape = list(x.shape)
     for d in sorted(dims):
         shape.insert(d, 1)
@@ -198,12 +207,14 @@ def _reshape_abstract_eval(x, *, new_sizes, dimensions):
     if dimensions is not None:
         _check_params("reshape", "dimensions", dimensions)
         if sorted(dimensions) != list(range(x.ndim)):
-            raise ValueError(f"reshape: dimensions {dimensions} must be a permutation of "
-                             f"{tuple(range(x.ndim))} for {short(x)}")
+            raise user_error(TypeError,
+                f"reshape: dimensions {dimensions} must be a permutation of "
+                f"{tuple(range(x.ndim))} for {short(x)}")
     n = int(np.prod(new_sizes, dtype=np.int64))
     if n != x.size:
-        raise TypeError(f"reshape cannot turn {short(x)} ({x.size} elements) into shape "
-                        f"{new_sizes} ({n} elements)")
+        raise user_error(TypeError,
+            f"reshape cannot turn {short(x)} ({x.size} elements) into shape "
+            f"{new_sizes} ({n} elements)")
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
@@ -227,8 +238,9 @@ def reshape(operand, new_sizes, dimensions=None):
     x = asarray(operand)
     new_sizes = int_tuple(new_sizes, "new_sizes", "reshape")
     if -1 in new_sizes:
-        raise ValueError(f"reshape: new_sizes {new_sizes} contains -1; lax.reshape needs every "
-                         "size (mnp.reshape infers one)")
+        raise user_error(ValueError,
+            f"reshape: new_sizes {new_sizes} contains -1; lax.reshape needs every "
+            "size (mnp.reshape infers one)")
     dims = None if dimensions is None else int_tuple(dimensions, "dimensions", "reshape")
     if dims == tuple(range(x.ndim)):
         dims = None
@@ -246,8 +258,9 @@ def _squeeze_abstract_eval(x, *, dimensions):
     _check_dims("squeeze", "dimensions", dimensions, x.ndim, x)
     bad = [d for d in dimensions if x.shape[d] != 1]
     if bad:
-        raise TypeError(f"squeeze can only remove dims of size 1, but {short(x)} has size "
-                        f"{x.shape[bad[0]]} at dimension {bad[0]} (dimensions={dimensions})")
+        raise user_error(ValueError,
+            f"squeeze can only remove dims of size 1, but {short(x)} has size "
+            f"{x.shape[bad[0]]} at dimension {bad[0]} (dimensions={dimensions})")
     return ShapedArray(tuple(d for i, d in enumerate(x.shape) if i not in dimensions),
                        x.dtype, x.weak_type)
 
@@ -276,8 +289,9 @@ transpose_p.def_linear()
 def _transpose_abstract_eval(x, *, permutation):
     _check_params("transpose", "permutation", permutation)
     if sorted(permutation) != list(range(x.ndim)):
-        raise ValueError(f"transpose: permutation {permutation} is not a permutation of "
-                         f"{tuple(range(x.ndim))} for {short(x)}")
+        raise user_error(TypeError,
+            f"transpose: permutation {permutation} is not a permutation of "
+            f"{tuple(range(x.ndim))} for {short(x)}")
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)
 
 
@@ -296,7 +310,7 @@ rev_p.def_linear()
 
 @rev_p.def_abstract_eval
 def _rev_abstract_eval(x, *, dimensions):
-    _check_dims("rev", "dimensions", dimensions, x.ndim, x)
+    _check_dims("rev", "dimensions", dimensions, x.ndim, x, cls=TypeError)
     return x
 
 
@@ -304,7 +318,7 @@ def rev(operand, dimensions):
     """Reverse `operand` along `dimensions` (distinct; negative ones count from the end)."""
     x = asarray(operand)
     dims = int_tuple(dimensions, "dimensions", "rev")
-    dims = tuple(normalize_axis(d, x.ndim, "rev", "dimension") for d in dims)
+    dims = tuple(normalize_axis(d, x.ndim, "rev", "dimension", TypeError) for d in dims)
     return rev_p.bind(x, dimensions=dims)
 
 
@@ -320,23 +334,26 @@ def _padded_size(n, lo, hi, interior):
 @pad_p.def_abstract_eval
 def _pad_abstract_eval(x, padding_value, *, padding_config):
     if padding_value.ndim != 0:
-        raise TypeError(f"pad needs a 0-d padding_value, got {short(padding_value)}")
+        raise user_error(TypeError, f"pad needs a 0-d padding_value, got {short(padding_value)}")
     if padding_value.dtype != x.dtype:
-        raise TypeError(f"pad needs padding_value of the operand's dtype: operand "
-                        f"{short(x)}, padding_value {short(padding_value)}")
+        raise user_error(TypeError, f"pad needs padding_value of the operand's dtype: operand "
+                                    f"{short(x)}, padding_value {short(padding_value)}")
     if not isinstance(padding_config, tuple) or len(padding_config) != x.ndim or any(
             not isinstance(c, tuple) or len(c) != 3 or any(type(v) is not int for v in c)
             for c in padding_config):
-        raise ValueError(f"pad: padding_config must hold one (low, high, interior) triple of "
-                         f"ints per dim of {short(x)}, got {padding_config!r}")
+        raise user_error(ValueError,
+            f"pad: padding_config must hold one (low, high, interior) triple of "
+            f"ints per dim of {short(x)}, got {padding_config!r}")
     shape = []
     for i, ((lo, hi, interior), n) in enumerate(zip(padding_config, x.shape, strict=True)):
         if interior < 0:
-            raise ValueError(f"pad: interior padding must be >= 0, got {interior} for dim {i}")
+            raise user_error(ValueError,
+                f"pad: interior padding must be >= 0, got {interior} for dim {i}")
         size = _padded_size(n, lo, hi, interior)
         if size < 0:
-            raise ValueError(f"pad: padding_config {padding_config[i]} for dim {i} (size {n}) "
-                             f"gives a negative size {size}")
+            raise user_error(ValueError,
+                f"pad: padding_config {padding_config[i]} for dim {i} (size {n}) "
+                f"gives a negative size {size}")
         shape.append(size)
     return ShapedArray(tuple(shape), x.dtype, x.weak_type and padding_value.weak_type)
 
@@ -362,8 +379,9 @@ def pad(operand, padding_value, padding_config):
     try:
         config = tuple(tuple(operator.index(c) for c in triple) for triple in padding_config)
     except TypeError:
-        raise TypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
-                        f"triples, got {padding_config!r}") from None
+        raise user_error(TypeError,
+            f"pad: padding_config must be a sequence of (low, high, interior) "
+            f"triples, got {padding_config!r}") from None
     return pad_p.bind(x, v, padding_config=config)
 
 
@@ -375,24 +393,28 @@ concatenate_p.def_linear()
 @concatenate_p.def_abstract_eval
 def _concatenate_abstract_eval(*xs, dimension):
     if not xs:
-        raise ValueError("concatenate needs at least one operand")
+        raise user_error(ValueError, "concatenate needs at least one operand")
     listing = ", ".join(short(x) for x in xs)
     if any(x.dtype != xs[0].dtype for x in xs):
-        raise TypeError(f"concatenate needs operands of one dtype, got {listing}. Convert "
-                        "with lax.convert_element_type, or use mnp.concatenate, which promotes")
+        raise user_error(TypeError,
+            f"concatenate needs operands of one dtype, got {listing}. Convert "
+            "with lax.convert_element_type, or use mnp.concatenate, which promotes")
     if any(x.ndim != xs[0].ndim for x in xs):
-        raise TypeError(f"concatenate needs operands of one rank, got {listing}")
+        raise user_error(TypeError, f"concatenate needs operands of one rank, got {listing}")
     ndim = xs[0].ndim
     if ndim == 0:
-        raise TypeError(f"concatenate cannot join 0-d operands ({listing}); reshape them to "
-                        "shape (1,) first")
+        raise user_error(TypeError,
+            f"concatenate cannot join 0-d operands ({listing}); reshape them to "
+            "shape (1,) first")
     if type(dimension) is not int or not 0 <= dimension < ndim:
-        raise ValueError(f"concatenate: dimension {dimension!r} is out of range for rank "
-                         f"{ndim}: it must be in [0, {ndim})")
+        raise user_error(TypeError,
+            f"concatenate: dimension {dimension!r} is out of range for rank "
+            f"{ndim}: it must be in [0, {ndim})")
     rest = [x.shape[:dimension] + x.shape[dimension + 1:] for x in xs]
     if any(r != rest[0] for r in rest):
-        raise TypeError(f"concatenate along dimension {dimension} needs operands whose other "
-                        f"dims are equal, got {listing}")
+        raise user_error(TypeError,
+            f"concatenate along dimension {dimension} needs operands whose other "
+            f"dims are equal, got {listing}")
     shape = list(xs[0].shape)
     shape[dimension] = sum(x.shape[dimension] for x in xs)
     return ShapedArray(tuple(shape), xs[0].dtype, all(x.weak_type for x in xs))
@@ -403,9 +425,9 @@ def concatenate(operands, dimension):
     `dimension` (negative counts from the end). One operand is returned as it is."""
     xs = [asarray(x) for x in operands]
     if not xs:
-        raise ValueError("concatenate needs a non-empty sequence of arrays")
+        raise user_error(ValueError, "concatenate needs a non-empty sequence of arrays")
     if not _is_int(dimension):
-        raise TypeError(f"concatenate: dimension must be an int, got {dimension!r}")
+        raise user_error(TypeError, f"concatenate: dimension must be an int, got {dimension!r}")
     ndim = xs[0].ndim
     dim = operator.index(dimension)
     dim = dim + ndim if -ndim <= dim < 0 else dim
@@ -426,17 +448,17 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     _check_params(op, "limit_indices", limit_indices)
     strides = (1,) * x.ndim if strides is None else _check_params(op, "strides", strides)
     if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
-        raise ValueError(f"slice: start_indices {start_indices}, limit_indices "
-                         f"{limit_indices} and strides {strides} must each have one entry per "
-                         f"dim of {short(x)}")
+        raise user_error(TypeError,
+                         f"slice: start_indices {start_indices}, limit_indices {limit_indices} "
+                         f"and strides {strides} must each have one entry per dim of {short(x)}")
     shape = []
     for i, (s, lim, st, n) in enumerate(zip(start_indices, limit_indices, strides, x.shape,
                                             strict=True)):
         if not 0 <= s <= lim <= n:
-            raise ValueError(f"slice: dim {i} needs 0 <= start <= limit <= {n} for "
-                             f"{short(x)}, got start {s} and limit {lim}")
+            raise user_error(TypeError, f"slice: dim {i} needs 0 <= start <= limit <= {n} for "
+                                        f"{short(x)}, got start {s} and limit {lim}")
         if st < 1:
-            raise ValueError(f"slice: strides must be positive, got {strides}")
+            raise user_error(TypeError, f"slice: strides must be positive, got {strides}")
         shape.append((lim - s + st - 1) // st)
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
 
@@ -486,8 +508,9 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     n, index = x.shape[axis], operator.index(index)
     wrapped = index + n if index < 0 else index
     if not 0 <= wrapped < n:
-        raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
-                         f"size {n}")
+        raise user_error(IndexError,
+            f"index_in_dim: index {index} is out of bounds for axis {axis} with "
+            f"size {n}")
     out = slice_in_dim(x, wrapped, wrapped + 1, 1, axis)
     return out if keepdims else squeeze(out, (axis,))
 
@@ -500,9 +523,10 @@ iota_p = Primitive("iota", kind="structural")
 def _iota_abstract_eval(*, dtype, shape, dimension):
     _check_shape("iota", shape)
     if not isinstance(dtype, np.dtype) or not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
-        raise TypeError(f"iota needs an integer or floating-point dtype, got {dtype!r}")
+        raise user_error(TypeError, f"iota needs an integer or floating-point dtype, got {dtype!r}")
     if type(dimension) is not int or not 0 <= dimension < len(shape):
-        raise ValueError(f"iota: dimension {dimension!r} is out of range for shape {shape}")
+        raise user_error(ValueError,
+            f"iota: dimension {dimension!r} is out of range for shape {shape}")
     return ShapedArray(shape, dtype, False)
 
 
@@ -538,7 +562,7 @@ def full(shape, fill_value, dtype=None):
 def _full(shape, value, dtype, weak, op):
     shape = int_tuple(shape, "shape", op)
     if value.ndim:
-        raise TypeError(f"{op} needs a scalar fill_value, got {short(value.aval)}")
+        raise user_error(TypeError, f"{op} needs a scalar fill_value, got {short(value.aval)}")
     return broadcast(convert_element_type(value, dtype, weak_type=weak), shape)
 
 

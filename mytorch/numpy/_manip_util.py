@@ -8,8 +8,9 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, from_numpy
+from mytorch.core.source_info import user_error
 from mytorch.core.trace import Tracer
-from mytorch.errors import ConcretizationTypeError
+from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._promote import asarray_any
 
 # A static gather with more contiguous runs than this becomes one gather instead of slices.
@@ -31,10 +32,10 @@ def _axis(op, axis, x, ndim=None):
     try:
         ax = operator.index(axis)
     except TypeError:
-        raise TypeError(f"{op}: axis must be an int, got {axis!r}") from None
+        raise user_error(TypeError, f"{op}: axis must be an int, got {axis!r}") from None
     if not -n <= ax < n:
         rank = f"rank {n}" if n == x.ndim else f"result rank {n}"
-        raise ValueError(f"{op}: axis {ax} is out of bounds for {_s(x)} ({rank})")
+        raise user_error(AxisError, f"{op}: axis {ax} is out of bounds for {_s(x)} ({rank})")
     return ax % n
 
 
@@ -43,8 +44,34 @@ def _axes(op, axis, x, ndim=None):
     seq = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
     out = tuple(_axis(op, a, x, ndim) for a in seq)
     if len(set(out)) != len(out):
-        raise ValueError(f"{op}: repeated axis in {axis} for {_s(x)}")
+        raise user_error(ValueError, f"{op}: repeated axis in {axis} for {_s(x)}")
     return out
+
+
+def static_shape(op, shape):
+    """`shape` (an int or a sequence of ints) as a tuple of Python ints. A traced entry
+    raises ConcretizationTypeError saying that shapes must be static and how to make them so;
+    anything else that is not an int raises TypeError."""
+    dims = (shape,) if _is_int(shape) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        raise user_error(TypeError, f"{op}: a shape must be an int or a sequence of ints, "
+                                    f"got {shape!r}") from None
+    out = []
+    for i, d in enumerate(dims):
+        if isinstance(d, Tracer) and d.concrete_value() is None:
+            raise user_error(ConcretizationTypeError,
+                f"{op}: shapes must be static, but entry {i} of the shape is a traced "
+                f"{d.aval.str_short()} (in {d._trace.name}). Compute it from static shapes "
+                "(such as x.shape[0]) or Python values rather than from array values, or "
+                "mark the argument static (jit(f, static_argnums=...))")
+        try:
+            out.append(operator.index(d))
+        except TypeError:
+            raise user_error(TypeError, f"{op}: a shape must be an int or a sequence of "
+                                        f"ints, got {shape!r}") from None
+    return tuple(out)
 
 
 def _is_int(v):
@@ -56,7 +83,7 @@ def _static(op, name, value):
     if isinstance(value, Tracer):
         concrete = value.concrete_value()
         if concrete is None:
-            raise ConcretizationTypeError(
+            raise user_error(ConcretizationTypeError,
                 f"{op}: `{name}` must be static (Python ints or a concrete array), but got a "
                 f"traced {value.aval.str_short()}. Pass it as a Python value, or mark it "
                 "static with static_argnums."
@@ -68,7 +95,7 @@ def _static(op, name, value):
 def _static_int(op, name, value):
     v = _static(op, name, value)
     if v.ndim != 0 or v.dtype.kind not in "iub":
-        raise TypeError(f"{op}: `{name}` must be an int, got {value!r}")
+        raise user_error(TypeError, f"{op}: `{name}` must be an int, got {value!r}")
     return int(v)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, from_numpy, is_python_scalar, scalar_array
-from mytorch.core.source_info import where
+from mytorch.core.source_info import user_error, where
 
 
 def asarray_any(x, dtype=None):
@@ -172,7 +172,8 @@ def _convert_all(args, dtype, weak):
 
 
 def broadcast_shapes(name, *shapes, avals=None):
-    """NumPy's broadcast of `shapes`; TypeError naming the operation otherwise."""
+    """NumPy's broadcast of `shapes`; ValueError (JAX's class) naming the operation
+    otherwise."""
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(ndim):
@@ -184,10 +185,10 @@ def broadcast_shapes(name, *shapes, avals=None):
                     listing = " with ".join(
                         a.aval.str_short() for a in avals
                     ) if avals else " with ".join(str(tuple(s)) for s in shapes)
-                    raise TypeError(
+                    raise user_error(
+                        ValueError,
                         f"{name} cannot broadcast {listing}: each trailing dim must be "
-                        f"equal or 1{where()}"
-                    )
+                        "equal or 1")
                 size = d
         out.append(size)
     return tuple(out)

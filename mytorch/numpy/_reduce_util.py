@@ -9,6 +9,8 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import scalar_array
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError
 from mytorch.numpy._promote import asarray_any
 
 _max, _any = builtins.max, builtins.any  # reductions.py redefines `max` and `any`
@@ -21,8 +23,9 @@ def _arr(a):
 
 def _no_out(name, out):
     if out is not None:
-        raise ValueError(f"{name}: out= is not supported: mytorch arrays are immutable; "
-                         "use the returned array")
+        raise user_error(ValueError,
+            f"{name}: out= is not supported: mytorch arrays are immutable; "
+            "use the returned array")
 
 
 def _axes(name, x, axis):
@@ -33,24 +36,27 @@ def _axes(name, x, axis):
     out = []
     for a in items:
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer)):
-            raise TypeError(f"{name}: axis must be None, an int or a tuple of ints, got "
-                            f"{axis!r}")
+            raise user_error(TypeError,
+                f"{name}: axis must be None, an int or a tuple of ints, got "
+                f"{axis!r}")
         a = int(a)
         if x.ndim == 0 and a in (0, -1):
             continue  # a 0-d array reduces over "axis 0" to itself (NumPy's ufunc rule)
         if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"{name}: axis {a} is out of bounds for {x.aval.str_short()} "
-                             f"(rank {x.ndim})")
+            raise user_error(AxisError,
+                f"{name}: axis {a} is out of bounds for {x.aval.str_short()} "
+                f"(rank {x.ndim})")
         out.append(a % x.ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{name}: axis {axis!r} repeats an axis of {x.aval.str_short()}")
+        raise user_error(ValueError,
+            f"{name}: axis {axis!r} repeats an axis of {x.aval.str_short()}")
     return tuple(sorted(out))
 
 
 def _axis1(name, x, axis):
     """A single axis (int, negatives allowed) of x, as a non-negative int."""
     if isinstance(axis, (tuple, list)):
-        raise TypeError(f"{name}: axis must be an int here, got {axis!r}")
+        raise user_error(TypeError, f"{name}: axis must be an int here, got {axis!r}")
     return _axes(name, x, axis)[0]
 
 
@@ -81,7 +87,8 @@ def _bcast(x, shape):
     from mytorch.numpy._promote import broadcast_shapes, broadcast_to_shape
 
     if broadcast_shapes("broadcast", x.shape, shape) != tuple(shape):
-        raise ValueError(f"cannot broadcast {x.aval.str_short()} to shape {tuple(shape)}")
+        raise user_error(ValueError,
+            f"cannot broadcast {x.aval.str_short()} to shape {tuple(shape)}")
     return broadcast_to_shape(x, tuple(shape))
 
 
@@ -98,12 +105,14 @@ def _mask(name, where, x):
     """where= as a bool array of x's shape."""
     w = _arr(where)
     if not dtypes.is_bool(w.dtype):
-        raise TypeError(f"{name}: where= must be a bool array, got {w.aval.str_short()}")
+        raise user_error(TypeError,
+            f"{name}: where= must be a bool array, got {w.aval.str_short()}")
     try:
         return _bcast(w, x.shape)
     except (ValueError, TypeError):
-        raise ValueError(f"{name}: where= of shape {w.aval.str_short()} does not broadcast "
-                         f"to the operand's shape {x.aval.str_short()}") from None
+        raise user_error(ValueError,
+            f"{name}: where= of shape {w.aval.str_short()} does not broadcast "
+            f"to the operand's shape {x.aval.str_short()}") from None
 
 
 def _int_promote(dtype):
@@ -145,7 +154,8 @@ def _with_initial(name, out, initial, combine):
         return out
     init = _arr(initial)
     if init.ndim:
-        raise ValueError(f"{name}: initial= must be a scalar, got {init.aval.str_short()}")
+        raise user_error(ValueError,
+            f"{name}: initial= must be a scalar, got {init.aval.str_short()}")
     return combine(out, _cast(init, out.dtype, out.weak_type))
 
 

@@ -167,6 +167,6 @@ def array_equiv(a1, a2):
     x, y = asarray_any(a1), asarray_any(a2)
     try:
         shape = broadcast_shapes("array_equiv", x.shape, y.shape)
-    except TypeError:
+    except ValueError:
         return _const(False, dtypes.bool_, False)
     return _all(_to_shape(equal(x, y), shape))

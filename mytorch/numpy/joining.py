@@ -10,6 +10,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array
+from mytorch.core.source_info import user_error
 from mytorch.numpy._manip_util import _arr, _axis, _is_int, _s, _slice_axis, _static, _static_int
 from mytorch.numpy._promote import promote_dtypes
 from mytorch.numpy.shapes import atleast_1d, atleast_2d, atleast_3d, moveaxis, ravel
@@ -46,15 +47,16 @@ def concatenate(arrays, axis=0, dtype=None):
     """
     xs = _unstack_list(arrays) if isinstance(arrays, Array) else [_arr(a) for a in arrays]
     if not xs:
-        raise ValueError("concatenate: need at least one array to concatenate")
+        raise user_error(ValueError, "concatenate: need at least one array to concatenate")
     if axis is None:
         xs, axis = [ravel(x) for x in xs], 0
     for x in xs:
         if x.ndim == 0:
-            raise ValueError(f"concatenate: zero-dimensional arrays cannot be concatenated "
-                             f"(got {_s(x)}); use stack, or reshape them to 1-D")
+            raise user_error(ValueError,
+                f"concatenate: zero-dimensional arrays cannot be concatenated "
+                f"(got {_s(x)}); use stack, or reshape them to 1-D")
         if x.ndim != xs[0].ndim:
-            raise ValueError(
+            raise user_error(TypeError,
                 f"concatenate: all the input arrays must have the same number of dimensions, "
                 f"got {_s(xs[0])} and {_s(x)}"
             )
@@ -62,7 +64,7 @@ def concatenate(arrays, axis=0, dtype=None):
     for x in xs[1:]:
         for d in range(x.ndim):
             if d != axis and x.shape[d] != xs[0].shape[d]:
-                raise ValueError(
+                raise user_error(TypeError,
                     f"concatenate: the input shapes must match except along axis {axis}, "
                     f"but {_s(xs[0])} and {_s(x)} differ along axis {d}"
                 )
@@ -82,10 +84,10 @@ def stack(arrays, axis=0, dtype=None):
         return moveaxis(x, 0, _axis("stack", axis, x))
     xs = [_arr(a) for a in arrays]
     if not xs:
-        raise ValueError("stack: need at least one array to stack")
+        raise user_error(ValueError, "stack: need at least one array to stack")
     for x in xs[1:]:
         if x.shape != xs[0].shape:
-            raise ValueError(
+            raise user_error(ValueError,
                 f"stack: all input arrays must have the same shape, got {_s(xs[0])} and {_s(x)}"
             )
     axis = _axis("stack", axis, xs[0], xs[0].ndim + 1)
@@ -97,7 +99,7 @@ def unstack(x, /, *, axis=0):
     """The slices of `x` along `axis`, as a tuple of arrays of rank `x.ndim - 1`."""
     x = _arr(x)
     if x.ndim == 0:
-        raise ValueError(f"unstack: needs an array of rank >= 1, got {_s(x)}")
+        raise user_error(ValueError, f"unstack: needs an array of rank >= 1, got {_s(x)}")
     return tuple(_unstack_list(moveaxis(x, axis, 0)))
 
 
@@ -140,13 +142,14 @@ def append(arr, values, axis=None):
 def _block_depth(arrays, path=()):
     if isinstance(arrays, list):
         if not arrays:
-            raise ValueError(f"block: list at position {list(path)} is empty")
+            raise user_error(ValueError, f"block: list at position {list(path)} is empty")
         depths = {_block_depth(a, (*path, i)) for i, a in enumerate(arrays)}
         if len(depths) != 1:
-            raise ValueError(f"block: list depths are mismatched at position {list(path)}")
+            raise user_error(ValueError,
+                f"block: list depths are mismatched at position {list(path)}")
         return 1 + depths.pop()
     if isinstance(arrays, tuple):
-        raise TypeError("block: arrays must be nested lists, not tuples")
+        raise user_error(TypeError, "block: arrays must be nested lists, not tuples")
     return 0
 
 
@@ -177,10 +180,10 @@ def _split_bounds(op, x, indices_or_sections, axis, equal):
     if _is_int(indices_or_sections):
         sections = _static_int(op, "indices_or_sections", indices_or_sections)
         if sections <= 0:
-            raise ValueError(f"{op}: the number of sections must be larger than 0, got "
-                             f"{sections}")
+            raise user_error(ValueError, f"{op}: the number of sections must be larger than 0, got "
+                                         f"{sections}")
         if equal and n % sections:
-            raise ValueError(
+            raise user_error(ValueError,
                 f"{op}: array split does not result in an equal division: axis {axis} of "
                 f"{_s(x)} has {n} elements, not a multiple of {sections}. Use array_split "
                 "for unequal parts"
@@ -201,7 +204,7 @@ def _split_bounds(op, x, indices_or_sections, axis, equal):
 def _split(op, ary, indices_or_sections, axis, equal):
     x = _arr(ary)
     if x.ndim == 0:
-        raise ValueError(f"{op}: cannot split a 0-d array ({_s(x)})")
+        raise user_error(ValueError, f"{op}: cannot split a 0-d array ({_s(x)})")
     axis = _axis(op, axis, x)
     bounds = _split_bounds(op, x, indices_or_sections, axis, equal)
     return [_slice_axis(x, lo, hi, axis) for lo, hi in bounds]
@@ -230,7 +233,7 @@ def hsplit(ary, indices_or_sections):
     """Split along axis 1 (axis 0 for 1-D arrays)."""
     x = _arr(ary)
     if x.ndim == 0:
-        raise ValueError(f"hsplit: needs an array of rank >= 1, got {_s(x)}")
+        raise user_error(ValueError, f"hsplit: needs an array of rank >= 1, got {_s(x)}")
     return _split("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0, True)
 
 
@@ -238,7 +241,7 @@ def vsplit(ary, indices_or_sections):
     """Split along axis 0 (rank >= 2)."""
     x = _arr(ary)
     if x.ndim < 2:
-        raise ValueError(f"vsplit: needs an array of rank >= 2, got {_s(x)}")
+        raise user_error(ValueError, f"vsplit: needs an array of rank >= 2, got {_s(x)}")
     return _split("vsplit", x, indices_or_sections, 0, True)
 
 
@@ -246,5 +249,5 @@ def dsplit(ary, indices_or_sections):
     """Split along axis 2 (rank >= 3)."""
     x = _arr(ary)
     if x.ndim < 3:
-        raise ValueError(f"dsplit: needs an array of rank >= 3, got {_s(x)}")
+        raise user_error(ValueError, f"dsplit: needs an array of rank >= 3, got {_s(x)}")
     return _split("dsplit", x, indices_or_sections, 2, True)

@@ -19,6 +19,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import from_numpy
+from mytorch.core.source_info import user_error
 from mytorch.core.trace import Tracer
 from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy import reductions as _reductions
@@ -56,7 +57,7 @@ def tile(A, reps):
     x = _arr(A)
     reps = tuple(int(r) for r in _static("tile", "reps", reps).reshape(-1))
     if any(r < 0 for r in reps):
-        raise ValueError(f"tile: reps must be non-negative, got {reps}")
+        raise user_error(ValueError, f"tile: reps must be non-negative, got {reps}")
     if x.ndim < len(reps):
         x = lax.reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
     reps = (1,) * (x.ndim - len(reps)) + reps
@@ -90,16 +91,17 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         return _repeat_traced(x, repeats, axis, total_repeat_length)
     reps = _static("repeat", "repeats", repeats)
     if reps.dtype.kind not in "iubf" or reps.ndim > 1:
-        raise TypeError(f"repeat: repeats must be an int or a 1-D sequence of ints, got "
-                        f"{repeats!r}")
+        raise user_error(TypeError,
+            f"repeat: repeats must be an int or a 1-D sequence of ints, got "
+            f"{repeats!r}")
     reps = reps.astype(np.int64)
     if reps.size == 1:
         reps = reps.reshape(())
     if reps.ndim and reps.shape[0] != n:
-        raise ValueError(f"repeat: {reps.shape[0]} repeats for an axis of size {n} "
-                         f"(axis {axis} of {_s(x)})")
+        raise user_error(ValueError, f"repeat: {reps.shape[0]} repeats for an axis of size {n} "
+                                     f"(axis {axis} of {_s(x)})")
     if n and np.any(reps < 0):
-        raise ValueError(f"repeat: repeats must be non-negative, got {reps.tolist()}")
+        raise user_error(ValueError, f"repeat: repeats must be non-negative, got {reps.tolist()}")
     if reps.ndim == 0 and total_repeat_length in (None, n * int(reps)):
         r = max(int(reps), 0)  # negative only for an empty axis, where NumPy allows it
         shape = x.shape[: axis + 1] + (r,) + x.shape[axis + 1:]
@@ -112,14 +114,15 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         idx = idx[:total]
         if idx.size < total:
             if n == 0:
-                raise ValueError("repeat: cannot fill total_repeat_length from an empty axis")
+                raise user_error(ValueError,
+                    "repeat: cannot fill total_repeat_length from an empty axis")
             idx = np.concatenate([idx, np.full(total - idx.size, n - 1)])
     return _take_static(x, idx, axis)
 
 
 def _repeat_traced(x, repeats, axis, total):
     if total is None:
-        raise ConcretizationTypeError(
+        raise user_error(ConcretizationTypeError,
             f"repeat: traced repeats ({repeats.aval.str_short()}) need the static "
             "`total_repeat_length=` argument, since the output size depends on their values"
         )
@@ -127,8 +130,9 @@ def _repeat_traced(x, repeats, axis, total):
 
     n = x.shape[axis]
     if n == 0:
-        raise ValueError(f"repeat: cannot fill total_repeat_length={total} from the empty "
-                         f"axis {axis} of {_s(x)}")
+        raise user_error(ValueError,
+            f"repeat: cannot fill total_repeat_length={total} from the empty "
+            f"axis {axis} of {_s(x)}")
     reps = lax.convert_element_type(repeats, dtypes.default_int())
     reps = broadcast_to(reps, (n,))
     ends = lax.cumsum(reps, 0)
@@ -151,7 +155,7 @@ def fliplr(m):
     """Reverse axis 1 (rank >= 2)."""
     x = _arr(m)
     if x.ndim < 2:
-        raise ValueError(f"fliplr: needs an array of rank >= 2, got {_s(x)}")
+        raise user_error(ValueError, f"fliplr: needs an array of rank >= 2, got {_s(x)}")
     return flip(x, 1)
 
 
@@ -159,7 +163,7 @@ def flipud(m):
     """Reverse axis 0 (rank >= 1)."""
     x = _arr(m)
     if x.ndim < 1:
-        raise ValueError(f"flipud: needs an array of rank >= 1, got {_s(x)}")
+        raise user_error(ValueError, f"flipud: needs an array of rank >= 1, got {_s(x)}")
     return flip(x, 0)
 
 
@@ -185,7 +189,8 @@ def roll(a, shift, axis=None):
     try:
         shifts, axes = np.broadcast_arrays(shifts, axes)
     except ValueError:
-        raise ValueError(f"roll: shift {shift} and axis {axis} must broadcast") from None
+        raise user_error(ValueError,
+            f"roll: shift {shift} and axis {axis} must broadcast") from None
     total = {}
     for s, ax in zip(shifts.reshape(-1).tolist(), axes.reshape(-1).tolist(), strict=True):
         ax = _axis("roll", ax, x)
@@ -202,9 +207,10 @@ def roll(a, shift, axis=None):
 def _roll_traced(x, shift, axis):
     axes = (axis,) if _is_int(axis) else tuple(axis)
     if shift.ndim > 1 or (shift.ndim == 1 and shift.shape[0] not in (1, len(axes))):
-        raise ValueError(f"roll: shift {shift.aval.str_short()} does not match axis {axis}")
+        raise user_error(ValueError,
+            f"roll: shift {shift.aval.str_short()} does not match axis {axis}")
     if not dtypes.is_int(shift.dtype):
-        raise TypeError(f"roll: a traced shift must be an integer, got {_s(shift)}")
+        raise user_error(TypeError, f"roll: a traced shift must be an integer, got {_s(shift)}")
     shift = lax.convert_element_type(shift, dtypes.default_int())
     for i, ax in enumerate(axes):
         ax = _axis("roll", ax, x)
@@ -229,10 +235,10 @@ def rot90(m, k=1, axes=(0, 1)):
     x = _arr(m)
     axes = tuple(axes)
     if len(axes) != 2:
-        raise ValueError(f"rot90: axes must have length 2, got {axes}")
+        raise user_error(ValueError, f"rot90: axes must have length 2, got {axes}")
     a0, a1 = (_axis("rot90", a, x) for a in axes)
     if a0 == a1:
-        raise ValueError(f"rot90: the axes must be different, got {axes} for {_s(x)}")
+        raise user_error(ValueError, f"rot90: the axes must be different, got {axes} for {_s(x)}")
     k = operator.index(k) % 4
     if k == 0:
         return x
@@ -255,10 +261,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     """
     x = _arr(a)
     if x.ndim < 2:
-        raise ValueError(f"diagonal: needs an array of rank >= 2, got {_s(x)}")
+        raise user_error(ValueError, f"diagonal: needs an array of rank >= 2, got {_s(x)}")
     i, j = _axis("diagonal", axis1, x), _axis("diagonal", axis2, x)
     if i == j:
-        raise ValueError(f"diagonal: axis1 and axis2 cannot be the same (both {i})")
+        raise user_error(ValueError, f"diagonal: axis1 and axis2 cannot be the same (both {i})")
     k = _static_int("diagonal", "offset", offset)
     y = transpose(x, [d for d in range(x.ndim) if d not in (i, j)] + [i, j])
     lead, (n1, n2) = y.shape[:-2], y.shape[-2:]
@@ -281,7 +287,7 @@ def diag(v, k=0):
     if x.ndim == 2:
         return diagonal(x, k)
     if x.ndim != 1:
-        raise ValueError(f"diag: input must be 1-D or 2-D, got {_s(x)}")
+        raise user_error(ValueError, f"diag: input must be 1-D or 2-D, got {_s(x)}")
     d = x.shape[0]
     n = d + abs(k)
     lo = k if k >= 0 else -k * n
@@ -298,7 +304,7 @@ def diagflat(v, k=0):
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum along the diagonal (see `diagonal`), with `sum`'s dtype rules."""
     if out is not None:
-        raise ValueError("trace: `out` is not supported (mytorch arrays are immutable)")
+        raise user_error(ValueError, "trace: `out` is not supported (mytorch arrays are immutable)")
     return _reductions.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -319,7 +325,7 @@ def triu_indices(n, k=0, m=None):
 def _check_2d(op, arr):
     x = _arr(arr)
     if x.ndim != 2:
-        raise ValueError(f"{op}: input array must be 2-D, got {_s(x)}")
+        raise user_error(ValueError, f"{op}: input array must be 2-D, got {_s(x)}")
     return x
 
 
@@ -344,7 +350,8 @@ def diag_indices_from(arr):
     """`diag_indices` for `arr`, whose axes must all have one length."""
     x = _arr(arr)
     if x.ndim < 2 or len(set(x.shape)) != 1:
-        raise ValueError(f"diag_indices_from: needs rank >= 2 and equal sides, got {_s(x)}")
+        raise user_error(ValueError,
+            f"diag_indices_from: needs rank >= 2 and equal sides, got {_s(x)}")
     return diag_indices(x.shape[0], x.ndim)
 
 
@@ -355,7 +362,8 @@ def resize(a, new_shape):
     x = ravel(a)
     shape = _shape_tuple(new_shape)
     if any(d < 0 for d in shape):
-        raise ValueError(f"resize: all elements of new_shape must be non-negative, got {shape}")
+        raise user_error(ValueError,
+            f"resize: all elements of new_shape must be non-negative, got {shape}")
     size = math.prod(shape)
     if x.size == 0 or size == 0:
         return lax.broadcast_in_dim(_zero(x), shape, ())
@@ -372,14 +380,14 @@ def _positions(op, obj, n, axis):
     idx = _static(op, "obj", obj)
     if idx.dtype == bool:
         if idx.ndim != 1 or (op == "delete" and idx.shape[0] != n):
-            raise ValueError(f"{op}: a boolean obj must be 1-D" + (
+            raise user_error(ValueError, f"{op}: a boolean obj must be 1-D" + (
                 f" with the axis length {n}" if op == "delete" else "")
                 + f", got shape {idx.shape}")
         return np.flatnonzero(idx), False
     if idx.dtype.kind not in "iu" and (idx.size or isinstance(obj, np.ndarray)):
-        raise TypeError(f"{op}: obj must hold ints, got {obj!r}")
+        raise user_error(TypeError, f"{op}: obj must hold ints, got {obj!r}")
     if idx.ndim > 1:
-        raise ValueError(f"{op}: obj must be a scalar or 1-D, got shape {idx.shape}")
+        raise user_error(ValueError, f"{op}: obj must be a scalar or 1-D, got shape {idx.shape}")
     return idx.astype(np.int64), idx.ndim == 0
 
 
@@ -394,8 +402,9 @@ def delete(arr, obj, axis=None):
     idx, _ = _positions("delete", obj, n, axis)
     bad = idx[(idx < -n) | (idx >= n)]
     if bad.size:
-        raise IndexError(f"delete: index {int(bad[0])} is out of bounds for axis {axis} "
-                         f"with size {n}")
+        raise user_error(IndexError,
+            f"delete: index {int(bad[0])} is out of bounds for axis {axis} "
+            f"with size {n}")
     keep = np.ones(n, bool)
     keep[idx] = False
     return _take_static(x, np.flatnonzero(keep), axis)
@@ -414,8 +423,9 @@ def insert(arr, obj, values, axis=None):
     if idx.size == 1:
         index = int(idx.reshape(-1)[0])
         if not -n <= index <= n:
-            raise IndexError(f"insert: index {index} is out of bounds for axis {axis} with "
-                             f"size {n}")
+            raise user_error(IndexError,
+                f"insert: index {index} is out of bounds for axis {axis} with "
+                f"size {n}")
         index += n if index < 0 else 0
         if v.ndim < x.ndim:
             v = lax.reshape(v, (1,) * (x.ndim - v.ndim) + v.shape)
@@ -426,8 +436,9 @@ def insert(arr, obj, values, axis=None):
                        axis)
     bad = idx[(idx < -n) | (idx > n)]
     if bad.size:
-        raise IndexError(f"insert: index {int(bad[0])} is out of bounds for axis {axis} "
-                         f"with size {n}")
+        raise user_error(IndexError,
+            f"insert: index {int(bad[0])} is out of bounds for axis {axis} "
+            f"with size {n}")
     idx = np.where(idx < 0, idx + n, idx)
     k = idx.size
     v = broadcast_to(v, _set_dim(x.shape, axis, k))
@@ -451,13 +462,13 @@ def trim_zeros(filt, trim="fb", axis=None):
     """
     x = _arr(filt)
     if isinstance(x, Tracer) and x.concrete_value() is None:
-        raise ConcretizationTypeError(
+        raise user_error(ConcretizationTypeError,
             f"trim_zeros: the output shape depends on the values of {_s(x)}, so it cannot "
             "be traced; slice with static bounds instead"
         )
     trim = trim.lower()
     if trim not in ("fb", "bf", "f", "b"):
-        raise ValueError(f"trim_zeros: unexpected trim {trim!r}: use 'f', 'b' or 'fb'")
+        raise user_error(ValueError, f"trim_zeros: unexpected trim {trim!r}: use 'f', 'b' or 'fb'")
     axes = tuple(range(x.ndim)) if axis is None else _axes("trim_zeros", axis, x)
     value = np.asarray(x if not isinstance(x, Tracer) else x.concrete_value())
     nz = np.argwhere(value != 0)

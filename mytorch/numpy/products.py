@@ -12,6 +12,8 @@ import numpy as np
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, promote_args, promote_dtypes
 from mytorch.numpy.einsum import einsum, einsum_path
 
@@ -70,7 +72,7 @@ def _batch_plan(name, a, b, ba, bb):
         elif da == 1:
             plan.append("b")
         else:
-            raise TypeError(
+            raise user_error(ValueError,
                 f"{name}: batch dims of {_s(a)} @ {_s(b)} cannot broadcast: each must be "
                 "equal or 1"
             )
@@ -94,14 +96,15 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     """
     a, b = _pair("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(
+        raise user_error(ValueError,
             f"matmul: operands must be at least 1-D, got {_s(a)} @ {_s(b)}; use multiply "
             "for scalars"
         )
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
     if ka != kb:
-        raise TypeError(f"matmul: contracting dims differ: {_s(a)} @ {_s(b)} ({ka} vs {kb})")
+        raise user_error(TypeError,
+            f"matmul: contracting dims differ: {_s(a)} @ {_s(b)} ({ka} vs {kb})")
     ba = a.shape[:-2]
     bb = b.shape[:-2]
     plan, ba, bb = _batch_plan("matmul", a, b, ba, bb)
@@ -146,7 +149,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
         return out if pet is None else lax.convert_element_type(out, pet)
     kb = 0 if b.ndim == 1 else b.ndim - 2
     if a.shape[-1] != b.shape[kb]:
-        raise TypeError(
+        raise user_error(TypeError,
             f"dot: contracting dims differ: {_s(a)} . {_s(b)} ({a.shape[-1]} vs "
             f"{b.shape[kb]}): the last axis of a must match "
             + ("b's only axis" if b.ndim == 1 else "the second-to-last axis of b")
@@ -158,7 +161,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     """The dot product of the flattened `a` and `b` (equal sizes): a 0-d array."""
     a, b = _pair("vdot", a, b)
     if a.size != b.size:
-        raise TypeError(f"vdot: operands need equal sizes, got {_s(a)} and {_s(b)}")
+        raise user_error(TypeError, f"vdot: operands need equal sizes, got {_s(a)} and {_s(b)}")
     a, b = _reshape(a, (a.size,)), _reshape(b, (b.size,))
     return _dot(a, b, (((0,), (0,)), ((), ())), precision, preferred_element_type)
 
@@ -173,7 +176,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     if a.ndim == 0 or b.ndim == 0:
         return dot(a, b, preferred_element_type=preferred_element_type)
     if a.shape[-1] != b.shape[-1]:
-        raise TypeError(
+        raise user_error(TypeError,
             f"inner: the last dims differ: {_s(a)} and {_s(b)} ({a.shape[-1]} vs "
             f"{b.shape[-1]})"
         )
@@ -199,11 +202,12 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     a, b = _pair("vecdot", x1, x2)
     sa, sb = _s(a), _s(b)
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"vecdot: operands must be at least 1-D, got {_s(a)} and {_s(b)}")
+        raise user_error(ValueError,
+            f"vecdot: operands must be at least 1-D, got {_s(a)} and {_s(b)}")
     a = _move_to_end(a, _axis1("vecdot", axis, a))
     b = _move_to_end(b, _axis1("vecdot", axis, b))
     if a.shape[-1] != b.shape[-1]:
-        raise TypeError(
+        raise user_error(TypeError,
             f"vecdot: the dims along axis {axis} differ: {sa} and {sb} "
             f"({a.shape[-1]} vs {b.shape[-1]})"
         )
@@ -222,7 +226,7 @@ def _tensordot_axes(a, b, axes):
     if isinstance(axes, (int, np.integer)):
         n = operator.index(axes)
         if n < 0 or n > min(a.ndim, b.ndim):
-            raise ValueError(
+            raise user_error(ValueError,
                 f"tensordot: axes={n} must be in [0, {min(a.ndim, b.ndim)}] for {_s(a)} and "
                 f"{_s(b)}"
             )
@@ -230,13 +234,13 @@ def _tensordot_axes(a, b, axes):
     try:
         ax_a, ax_b = axes
     except (TypeError, ValueError):
-        raise TypeError(
+        raise user_error(TypeError,
             f"tensordot: axes must be an int or a pair of sequences of ints, got {axes!r}"
         ) from None
     ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
     ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
     if len(ax_a) != len(ax_b):
-        raise ValueError(
+        raise user_error(ValueError,
             f"tensordot: the axes lists must have equal lengths, got {ax_a} and {ax_b}"
         )
     return _norm_axes(ax_a, a), _norm_axes(ax_b, b)
@@ -247,11 +251,11 @@ def _norm_axes(axes, x):
     for ax in axes:
         ax = operator.index(ax)
         if not -x.ndim <= ax < x.ndim:
-            raise ValueError(f"tensordot: axis {ax} is out of bounds for {_s(x)} "
-                             f"(rank {x.ndim})")
+            raise user_error(AxisError, f"tensordot: axis {ax} is out of bounds for {_s(x)} "
+                                         f"(rank {x.ndim})")
         out.append(ax % x.ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"tensordot: repeated axis in {tuple(axes)} for {_s(x)}")
+        raise user_error(ValueError, f"tensordot: repeated axis in {tuple(axes)} for {_s(x)}")
     return tuple(out)
 
 
@@ -269,7 +273,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     ax_a, ax_b = _tensordot_axes(a, b, axes)
     for i, j in zip(ax_a, ax_b, strict=True):
         if a.shape[i] != b.shape[j]:
-            raise TypeError(
+            raise user_error(TypeError,
                 f"tensordot: contracting dims differ: {_s(a)} axis {i} and {_s(b)} axis {j} "
                 f"({a.shape[i]} vs {b.shape[j]})"
             )
@@ -305,7 +309,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     b = _move_to_end(b, _axis1("cross", axisb, b))
     na, nb = a.shape[-1], b.shape[-1]
     if na not in (2, 3) or nb not in (2, 3):
-        raise ValueError(
+        raise user_error(ValueError,
             f"cross: the vector axes must have 2 or 3 components, got {na} and {nb}"
         )
     comp_a = [_component(a, k) for k in range(na)]
@@ -351,5 +355,6 @@ def _bcast(x, shape):
 def _axis1(name, axis, x):
     ax = operator.index(axis)
     if not -x.ndim <= ax < x.ndim:
-        raise ValueError(f"{name}: axis {ax} is out of bounds for {_s(x)} (rank {x.ndim})")
+        raise user_error(AxisError,
+            f"{name}: axis {ax} is out of bounds for {_s(x)} (rank {x.ndim})")
     return ax % x.ndim

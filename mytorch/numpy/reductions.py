@@ -18,6 +18,7 @@ import operator
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy._promote import promote_dtypes
 from mytorch.numpy._reduce_util import (
     _any, _arr, _axes, _axis1, _bcast, _cast, _full, _identity, _inexact, _int_promote, _isnan,
@@ -96,12 +97,14 @@ def _minmax(name, a, axis, out, keepdims, initial, where, largest):
     op = "maximum" if largest else "minimum"
     if initial is None:
         if where is not None:
-            raise ValueError(f"{name}: reduction operation '{op}' does not have an identity, "
-                             "so to use a where mask one has to specify 'initial'")
+            raise user_error(ValueError,
+                f"{name}: reduction operation '{op}' does not have an identity, "
+                "so to use a where mask one has to specify 'initial'")
         if _any(x.shape[i] == 0 for i in axes):
-            raise ValueError(f"{name}: zero-size array to reduction operation {op} which has "
-                             f"no identity (reducing {x.aval.str_short()} over axes {axes}); "
-                             "pass initial= to give empty reductions a value")
+            raise user_error(ValueError,
+                f"{name}: zero-size array to reduction operation {op} which has "
+                f"no identity (reducing {x.aval.str_short()} over axes {axes}); "
+                "pass initial= to give empty reductions a value")
     if where is not None:
         x = _select(_mask(name, where, x), x, _identity(x.dtype, not largest))
     res = (lax.reduce_max if largest else lax.reduce_min)(x, axes)
@@ -159,8 +162,9 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """Peak to peak, `max(a) - min(a)` over `axis`, in `a`'s dtype (unsigned ints wrap)."""
     x = _arr(a)
     if dtypes.is_bool(x.dtype):
-        raise TypeError(f"ptp: a bool array ({x.aval.str_short()}) cannot be subtracted; "
-                        "convert it to an integer dtype first")
+        raise user_error(TypeError,
+            f"ptp: a bool array ({x.aval.str_short()}) cannot be subtracted; "
+            "convert it to an integer dtype first")
     hi = _minmax("ptp", x, axis, out, keepdims, None, None, True)
     return lax.sub(hi, _minmax("ptp", x, axis, out, keepdims, None, None, False))
 
@@ -184,8 +188,8 @@ def _arg(name, a, axis, out, keepdims, largest):
     else:
         ax = _axis1(name, x, axis)
     if x.shape[ax] == 0:
-        raise ValueError(f"{name}: attempt to get {name} of an empty sequence "
-                         f"({_arr(a).aval.str_short()}, axis {axis})")
+        raise user_error(ValueError, f"{name}: attempt to get {name} of an empty sequence "
+                                     f"({_arr(a).aval.str_short()}, axis {axis})")
     fn = lax.argmax if largest else lax.argmin
     res = fn(x, ax, dtypes.default_int())
     if keepdims:
@@ -322,12 +326,12 @@ def _cumulative_api(name, x, axis, dtype, include_initial, is_prod):
     x = _arr(x)
     if axis is None:
         if x.ndim > 1:
-            raise ValueError(f"{name}: axis is required for arrays of more than one "
-                             f"dimension, got {x.aval.str_short()}")
+            raise user_error(ValueError, f"{name}: axis is required for arrays of more than one "
+                                         f"dimension, got {x.aval.str_short()}")
         axis = 0
     if x.ndim == 0:
-        raise ValueError(f"{name}: needs an array of at least one dimension, got "
-                         f"{x.aval.str_short()}")
+        raise user_error(ValueError, f"{name}: needs an array of at least one dimension, got "
+                                     f"{x.aval.str_short()}")
     ax = _axis1(name, x, axis)
     res = _cumulative(name, x, ax, dtype, None, is_prod, False, widen=not is_prod)
     if not include_initial:
@@ -371,11 +375,11 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     """
     x = _arr(a)
     if x.ndim == 0:
-        raise ValueError("diff requires input that is at least one dimensional, got "
-                         f"{x.aval.str_short()}")
+        raise user_error(ValueError, "diff requires input that is at least one dimensional, got "
+                                     f"{x.aval.str_short()}")
     n = operator.index(n)
     if n < 0:
-        raise ValueError(f"diff: order must be non-negative but got {n}")
+        raise user_error(ValueError, f"diff: order must be non-negative but got {n}")
     ax = _axis1("diff", x, axis)
     if n == 0:
         return x
@@ -417,8 +421,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     """
     yv = _arr(y)
     if yv.ndim == 0:
-        raise ValueError(f"trapezoid: y must have at least one dimension, got "
-                         f"{yv.aval.str_short()}")
+        raise user_error(ValueError, f"trapezoid: y must have at least one dimension, got "
+                                     f"{yv.aval.str_short()}")
     ax = _axis1("trapezoid", yv, axis)
     if x is None:
         (yv,) = promote_dtypes("trapezoid", yv)
@@ -431,8 +435,9 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         yv, xv = _cast(yv, dt), _cast(xv, dt)
         if xv.ndim == 1:
             if xv.shape[0] != yv.shape[ax]:
-                raise ValueError(f"trapezoid: x ({xv.aval.str_short()}) must have the length "
-                                 f"of y ({yv.aval.str_short()}) along axis {axis}")
+                raise user_error(ValueError,
+                    f"trapezoid: x ({xv.aval.str_short()}) must have the length "
+                    f"of y ({yv.aval.str_short()}) along axis {axis}")
             shape = tuple(xv.shape[0] if i == ax else 1 for i in range(yv.ndim))
             xv = lax.reshape(xv, shape)
         d = diff(xv, axis=ax)

@@ -8,7 +8,9 @@ import math
 import operator
 
 from mytorch import lax
-from mytorch.numpy._manip_util import _arr, _axes, _axis, _is_int, _s
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError
+from mytorch.numpy._manip_util import _arr, _axes, _axis, _is_int, _s, static_shape
 from mytorch.numpy._promote import broadcast_to_shape
 
 __all__ = [
@@ -20,17 +22,17 @@ __all__ = [
 
 # ---- shapes and axes ----------------------------------------------------------------------
 def _reshape_target(op, x, shape):
-    if _is_int(shape):
-        shape = (shape,)
-    orig = tuple(operator.index(d) for d in shape)
+    orig = static_shape(op, shape)
     if sum(d < 0 for d in orig) > 1:  # NumPy reads any negative entry as "unknown"
-        raise ValueError(f"{op}: can only specify one unknown dimension (-1), got {orig}")
+        raise user_error(TypeError,
+            f"{op}: can only specify one unknown dimension (-1), got {orig}")
     known = math.prod(d for d in orig if d >= 0)
     new = orig
     if min(orig, default=0) < 0 and known and x.size % known == 0:
         new = tuple(x.size // known if d < 0 else d for d in orig)
     if min(new, default=0) < 0 or math.prod(new) != x.size:
-        raise ValueError(f"{op}: cannot reshape {_s(x)} ({x.size} elements) into shape {orig}")
+        raise user_error(TypeError,
+            f"{op}: cannot reshape {_s(x)} ({x.size} elements) into shape {orig}")
     return new
 
 
@@ -47,12 +49,12 @@ def reshape(a, shape=None, order="C", *, copy=None):
     """
     x = _arr(a)
     if shape is None:
-        raise TypeError("reshape: missing the `shape` argument")
+        raise user_error(TypeError, "reshape: missing the `shape` argument")
     new = _reshape_target("reshape", x, shape)
     if order in ("C", "A", None):
         return x if new == x.shape else lax.reshape(x, new)
     if order != "F":
-        raise ValueError(f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
+        raise user_error(ValueError, f"reshape: order must be 'C', 'F' or 'A', got {order!r}")
     y = lax.transpose(x, tuple(range(x.ndim))[::-1]) if x.ndim > 1 else x
     y = lax.reshape(y, new[::-1]) if y.shape != new[::-1] else y
     return lax.transpose(y, tuple(range(len(new)))[::-1]) if len(new) > 1 else y
@@ -72,11 +74,13 @@ def transpose(a, axes=None):
     else:
         axes = (axes,) if _is_int(axes) else tuple(axes)
         if len(axes) != x.ndim:
-            raise ValueError(
+            raise user_error(TypeError,
                 f"transpose: axes {axes} don't match {_s(x)}: expected a permutation of "
                 f"{x.ndim} axes"
             )
-        perm = _axes("transpose", axes, x)
+        perm = tuple(_axis("transpose", a, x) for a in axes)
+        if len(set(perm)) != len(perm):  # JAX's class for a bad permutation
+            raise user_error(TypeError, f"transpose: repeated axis in {axes} for {_s(x)}")
     return x if perm == tuple(range(x.ndim)) else lax.transpose(x, perm)
 
 
@@ -89,7 +93,7 @@ def matrix_transpose(x):
     """Swap the last two axes of `x` (rank >= 2)."""
     x = _arr(x)
     if x.ndim < 2:
-        raise ValueError(f"matrix_transpose: needs an array of rank >= 2, got {_s(x)}")
+        raise user_error(ValueError, f"matrix_transpose: needs an array of rank >= 2, got {_s(x)}")
     return swapaxes(x, -1, -2)
 
 
@@ -107,7 +111,7 @@ def moveaxis(a, source, destination):
     x = _arr(a)
     src, dst = _axes("moveaxis", source, x), _axes("moveaxis", destination, x)
     if len(src) != len(dst):
-        raise ValueError(
+        raise user_error(ValueError,
             "moveaxis: `source` and `destination` must have the same number of elements, "
             f"got {source} and {destination}"
         )
@@ -125,8 +129,8 @@ def rollaxis(a, axis, start=0):
     start = operator.index(start)
     start = start + n if start < 0 else start
     if not 0 <= start <= n:
-        raise ValueError(f"rollaxis: start {start} is out of bounds for {_s(x)}: needs "
-                         f"{-n} <= start < {n + 1}")
+        raise user_error(AxisError, f"rollaxis: start {start} is out of bounds for {_s(x)}: needs "
+                                     f"{-n} <= start < {n + 1}")
     if axis < start:
         start -= 1
     order = [i for i in range(n) if i != axis]
@@ -149,7 +153,7 @@ def squeeze(a, axis=None):
         dims = _axes("squeeze", axis, x)
         for d in dims:
             if x.shape[d] != 1:
-                raise ValueError(
+                raise user_error(ValueError,
                     f"squeeze: cannot squeeze axis {d} of {_s(x)}: its size is "
                     f"{x.shape[d]}, not 1"
                 )
@@ -195,8 +199,8 @@ def atleast_3d(*arys):
     return _atleast(3, arys)
 
 
-def _shape_tuple(s):
-    return (operator.index(s),) if _is_int(s) else tuple(operator.index(d) for d in s)
+def _shape_tuple(s, op="broadcast_shapes"):
+    return static_shape(op, s)
 
 
 def broadcast_shapes(*shapes):
@@ -212,8 +216,9 @@ def broadcast_shapes(*shapes):
         for i, d in enumerate(s, ndim - len(s)):
             if d != 1 and out[i] not in (1, d):
                 listing = ", ".join(str(t) for t in shapes)
-                raise ValueError(f"broadcast_shapes: shapes {listing} are incompatible: "
-                                 "each trailing dim must be equal or 1")
+                raise user_error(ValueError,
+                    f"broadcast_shapes: shapes {listing} are incompatible: "
+                    "each trailing dim must be equal or 1")
             out[i] = d if d != 1 else out[i]
     return tuple(out)
 
@@ -221,12 +226,12 @@ def broadcast_shapes(*shapes):
 def broadcast_to(array, shape):
     """`array` broadcast to `shape` (NumPy's rules: leading dims and size-1 dims expand)."""
     x = _arr(array)
-    shape = _shape_tuple(shape)
+    shape = _shape_tuple(shape, "broadcast_to")
     lead = len(shape) - x.ndim
     if lead < 0 or any(d < 0 for d in shape) or any(
         d not in (1, t) for d, t in zip(x.shape, shape[lead:], strict=True)
     ):
-        raise ValueError(f"broadcast_to: cannot broadcast {_s(x)} to shape {shape}")
+        raise user_error(ValueError, f"broadcast_to: cannot broadcast {_s(x)} to shape {shape}")
     return broadcast_to_shape(x, shape)
 
 

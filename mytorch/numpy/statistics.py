@@ -12,6 +12,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array
+from mytorch.core.source_info import user_error
 from mytorch.numpy._promote import promote_dtypes
 from mytorch.numpy._reduce_util import (
     _arr, _axes, _bcast, _cast, _full, _inexact, _isnan, _keep, _mask, _max, _no_out, _select,
@@ -72,7 +73,8 @@ def _var(name, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, na
     _no_out(name, out)
     if correction is not None:
         if ddof != 0:
-            raise ValueError(f"{name}: ddof and correction can't be provided simultaneously")
+            raise user_error(ValueError,
+                f"{name}: ddof and correction can't be provided simultaneously")
         ddof = correction
     x = _arr(a)
     axes = _axes(name, x, axis)
@@ -87,9 +89,9 @@ def _var(name, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, na
     else:
         mu = _bcast(_cast(_arr(mean_), cdt), x.shape)
     d = lax.sub(xc, mu)
+    if where is not None:  # before squaring: a NaN left out must not reach d's derivative
+        d = _select(_mask(name, where, d), d, 0)
     sq = lax.mul(d, d)
-    if where is not None:
-        sq = _select(_mask(name, where, sq), sq, 0)
     if isinstance(n, int):
         dof = _max(n - ddof, 0)
     else:
@@ -158,10 +160,12 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     axes = _axes("average", x, axis)
     if w.shape != x.shape:
         if axis is None:
-            raise TypeError("average: axis must be specified when the shapes of a "
-                            f"({x.aval.str_short()}) and weights ({w.aval.str_short()}) differ")
+            raise user_error(TypeError,
+                             "average: axis must be specified when the shapes of a "
+                             f"({x.aval.str_short()}) and weights ({w.aval.str_short()}) differ")
         if w.ndim != 1 or len(axes) != 1 or w.shape[0] != x.shape[axes[0]]:
-            raise ValueError(f"average: weights of shape {w.aval.str_short()} must be "
+            raise user_error(ValueError,
+                             f"average: weights of shape {w.aval.str_short()} must be "
                              f"consistent with a ({x.aval.str_short()}) along axis {axis}")
         shape = tuple(w.shape[0] if i == axes[0] else 1 for i in range(x.ndim))
         w = _bcast(lax.reshape(w, shape), x.shape)
@@ -298,22 +302,23 @@ def _q_values(name, q, scale, cdt):
     if isinstance(q, Array):
         qv = _cast(q, cdt, False)
         if qv.ndim > 1:
-            raise ValueError(f"{name}: q must be a scalar or 1-D, got {qv.aval.str_short()}")
+            raise user_error(ValueError,
+                f"{name}: q must be a scalar or 1-D, got {qv.aval.str_short()}")
         shape, qv = qv.shape, lax.reshape(qv, (qv.size, 1))
         return shape, None, qv if scale == 1 else lax.div(qv, _full((), scale, cdt))
     static = np.asarray(q, dtype=np.float64)
     if static.ndim > 1:
-        raise ValueError(f"{name}: q must be a scalar or 1-D, got shape {static.shape}")
+        raise user_error(ValueError, f"{name}: q must be a scalar or 1-D, got shape {static.shape}")
     if not np.all((static >= 0) & (static <= scale)):
         what = "percentiles" if scale == 100 else "quantiles"
-        raise ValueError(f"{name}: {what} must be in the range [0, {scale}], got {q!r}")
+        raise user_error(ValueError, f"{name}: {what} must be in the range [0, {scale}], got {q!r}")
     return static.shape, static.reshape(-1) / scale, None
 
 
 def _quantile(name, a, q, axis, method, keepdims, nan, scale):
     if method not in _METHODS and method != "median":
-        raise ValueError(f"{name}: method must be one of {', '.join(_METHODS)}, got "
-                         f"{method!r}")
+        raise user_error(ValueError, f"{name}: method must be one of {', '.join(_METHODS)}, got "
+                                     f"{method!r}")
     x = _arr(a)
     dt = _inexact(x.dtype)
     cdt = _upcast_f16(dt)

@@ -98,10 +98,10 @@ def test_reshape_invalid_shapes(data):
 
 def test_reshape_error_message():
     x = mnp.zeros((2, 3))
-    with pytest.raises(ValueError, match=r"cannot reshape f32\[2,3\] \(6 elements\) into shape "
-                                         r"\(4, -1\)"):
+    with pytest.raises(TypeError, match=r"cannot reshape f32\[2,3\] \(6 elements\) into shape "
+                                        r"\(4, -1\)"):  # JAX's class
         mnp.reshape(x, (4, -1))
-    with pytest.raises(ValueError, match="only specify one unknown"):
+    with pytest.raises(TypeError, match="only specify one unknown"):
         mnp.reshape(x, (-1, -1))
     with pytest.raises(ValueError, match="order"):
         mnp.reshape(x, (6,), order="K")
@@ -251,9 +251,9 @@ def test_concatenate_of_an_array_and_errors():
     assert_close(mnp.concatenate(from_numpy(b), axis=1), np.concatenate(b, axis=1))
     with pytest.raises(ValueError, match="zero-dimensional"):
         mnp.concatenate([mnp.zeros(()), mnp.zeros(())])
-    with pytest.raises(ValueError, match=r"f32\[2,3\] and f32\[2,4\] differ along axis 1"):
-        mnp.concatenate([mnp.zeros((2, 3)), mnp.zeros((2, 4))])
-    with pytest.raises(ValueError, match="same number of dimensions"):
+    with pytest.raises(TypeError, match=r"f32\[2,3\] and f32\[2,4\] differ along axis 1"):
+        mnp.concatenate([mnp.zeros((2, 3)), mnp.zeros((2, 4))])  # JAX's class
+    with pytest.raises(TypeError, match="same number of dimensions"):
         mnp.concatenate([mnp.zeros((2, 3)), mnp.zeros(3)])
     with pytest.raises(ValueError, match="at least one array"):
         mnp.concatenate([])
@@ -654,9 +654,9 @@ def test_axis_and_shape_errors():
         mnp.expand_dims(x, 3)
     with pytest.raises(ValueError, match="repeated axis"):
         mnp.expand_dims(x, (0, 0))
-    with pytest.raises(ValueError, match="don't match"):
+    with pytest.raises(TypeError, match="don't match"):  # JAX's class for transpose
         mnp.transpose(x, (0,))
-    with pytest.raises(ValueError, match="repeated axis"):
+    with pytest.raises(TypeError, match="repeated axis"):
         mnp.transpose(x, (1, 1))
     with pytest.raises(ValueError, match="same number of elements"):
         mnp.moveaxis(x, (0, 1), 0)

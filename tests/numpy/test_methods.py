@@ -328,7 +328,7 @@ def test_shape_methods():
     assert_close(x.repeat(2, axis=1), a.repeat(2, axis=1))
     assert_close(x.trace(), a.trace().astype(np.int32))
     assert x.itemsize == 4 and x.nbytes == 96
-    with pytest.raises(ValueError, match="cannot reshape"):
+    with pytest.raises(TypeError, match="cannot reshape"):  # JAX's class
         x.reshape(5, 5)
 
 
