@@ -92,7 +92,9 @@ def _float_divmod(a, b, want=(True, True)):
                             floor_div)
         true_q = lax.div(a, b)
         floor_div = _select(lax.ne(div, 0.0), floor_div, _copysign(lax.mul(div, 0.0), true_q))
-        out_div = _select(lax.eq(b, 0.0), true_q, floor_div)
+        # piecewise constant: derivative 0 everywhere, also where b == 0 (where a / b's
+        # derivative would be inf or NaN)
+        out_div = lax.stop_gradient(_select(lax.eq(b, 0.0), true_q, floor_div))
     return out_div, out_mod
 
 

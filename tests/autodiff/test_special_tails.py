@@ -396,3 +396,29 @@ def test_grad_under_jit_and_vmap_matches_eager(x64, fn, pts):
     np.testing.assert_array_equal(np.asarray(mt.vmap(mt.grad(g))(mnp.asarray(xs))), eager2)
     jit_g = mt.jit(g)
     np.testing.assert_array_equal(np.array([float(jit_g(mnp.asarray(x))) for x in xs]), eager)
+
+
+# ---- mytorch.numpy functions built from selects -------------------------------------------
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_nanvar_nanstd_derivatives_skip_the_nans(x64, ddof):
+    x = np.array([1.0, np.nan, 3.0, 6.0, np.nan])
+    ok = ~np.isnan(x)
+    n, mean = ok.sum(), x[ok].mean()
+    var = ((x[ok] - mean) ** 2).sum() / (n - ddof)
+    want_var = np.where(ok, 2 * (x - mean) / (n - ddof), 0.0)
+    got = mt.grad(lambda v: mnp.nanvar(v, ddof=ddof))(mnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), want_var, rtol=1e-14, atol=1e-15)
+    got = mt.grad(lambda v: mnp.nanstd(v, ddof=ddof))(mnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), want_var / (2 * math.sqrt(var)), rtol=1e-14,
+                               atol=1e-15)
+    # a masked-out NaN (where=) is skipped the same way by var
+    got = mt.grad(lambda v: mnp.var(v, ddof=ddof, where=mnp.asarray(ok)))(mnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), want_var, rtol=1e-14, atol=1e-15)
+
+
+def test_floor_divide_has_zero_derivative_also_at_zero_divisor(x64):
+    a, b = mnp.asarray([5.0, -7.0, 5.0, 0.0]), mnp.asarray([3.0, 2.0, 0.0, 0.0])
+    for f in (mnp.floor_divide, lambda u, v: mnp.divmod(u, v)[0]):
+        ga, gb = mt.grad(lambda u, v: mnp.sum(f(u, v)), argnums=(0, 1))(a, b)
+        np.testing.assert_array_equal(np.asarray(ga), np.zeros(4))
+        np.testing.assert_array_equal(np.asarray(gb), np.zeros(4))
