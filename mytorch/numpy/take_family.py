@@ -355,22 +355,41 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 
 
 def place(arr, mask, vals, *, inplace=False):
-    """A copy of `arr` with the elements where the static `mask` is true replaced by `vals`
-    (repeated cyclically), like np.place."""
+    """A copy of `arr` with the elements where `mask` is true replaced by `vals` (repeated
+    cyclically), like np.place. The mask may be traced (then `vals` must not be empty).
+
+    Args:
+      arr: an array.
+      mask: a bool array of `arr`'s shape.
+      vals: values; the k-th true position of the flattened mask gets vals[k % len(vals)].
+
+    Returns:
+      An array of `arr`'s shape and dtype.
+    """
     if inplace:
         raise ValueError("place: mytorch arrays are immutable; pass inplace=False")
     x = _arr(arr)
-    m = _static_mask("place", mask)
-    if m.shape != x.shape:
-        raise ValueError(f"place: mask of shape {m.shape} does not match {_s(x)}")
-    pos = np.nonzero(m.reshape(-1))[0]
+    m = _concrete(mask) if isinstance(mask, Array) else np.asarray(mask)
+    shape = tuple(np.shape(mask)) if m is None else m.shape
+    if shape != x.shape:
+        raise ValueError(f"place: mask of shape {shape} does not match {_s(x)}")
     v = _ravel(_arr(vals))
-    if pos.size and v.size == 0:
-        raise ValueError("place: cannot insert from an empty vals array")
-    if pos.size == 0:
+    if m is None:  # traced: the true positions first, then x.size (dropped), as JAX does
+        if v.size == 0:
+            raise ValueError("place: cannot insert from an empty vals array")
+        cond = _ravel(mask if dtypes.is_bool(mask.dtype) else lax.ne(mask, 0))
+        pos = _sized_positions(cond, x.size)
+        n = x.size
+    else:
+        pos = np.nonzero(m.astype(bool).reshape(-1))[0]
+        n = pos.size
+        if n and v.size == 0:
+            raise ValueError("place: cannot insert from an empty vals array")
+    if n == 0:
         return x
-    v = take(v, np.arange(pos.size) % v.shape[0])
-    return lax.reshape(_update("place", _ravel(x), pos, v, "set", None, True, True), x.shape)
+    v = take(v, np.arange(n) % v.shape[0])
+    return lax.reshape(_update("place", _ravel(x), pos, v, "set", None, m is not None, True),
+                       x.shape)
 
 
 def _clamp(p, lo, hi):

@@ -540,3 +540,23 @@ def lax_mul(x, y):
     from mytorch import lax
 
     return lax.mul(x, y)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_place_with_a_traced_mask_matches_numpy(data):
+    """A traced mask (as in JAX): the k-th true position gets vals[k % len(vals)]."""
+    shape = data.draw(shapes(max_dims=3, max_side=4))
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    mask = data.draw(hnp.arrays(np.bool_, shape))
+    vals = -1.0 - np.arange(data.draw(st.integers(1, 3)), dtype=np.float32)
+    ref = x.copy()
+    np.place(ref, mask, vals)
+    f = lambda x, m, v: I.place(x, m, v)  # noqa: E731
+    assert_close(f(from_numpy(x), mask, from_numpy(vals)), ref)
+    assert_close(mt.jit(f)(from_numpy(x), from_numpy(mask), from_numpy(vals)), ref)
+    got = mt.vmap(f, (0, 0, None))(from_numpy(np.stack([x, x])),
+                                   from_numpy(np.stack([mask, ~mask])), from_numpy(vals))
+    ref2 = x.copy()
+    np.place(ref2, ~mask, vals)
+    assert_close(got, np.stack([ref, ref2]))
