@@ -502,3 +502,42 @@ def test_usual_patterns_match_jax(case, run, counts, values):
     assert dict(CALLS) == counts
     flat = np.concatenate([np.ravel(np.asarray(v)) for v in mt.tree_util.tree_leaves(out)])
     np.testing.assert_allclose(flat, values, atol=2e-4)
+
+
+# linear maps of a (3, 4) array, each with a NumPy reference
+LINEAR_OPS = {
+    "scale": (lambda x: -2.5 * x, lambda x: -2.5 * x),
+    "transpose": (lambda x: x.T, lambda x: x.T),
+    "reshape": (lambda x: x.reshape(4, 3), lambda x: x.reshape(4, 3)),
+    "slice": (lambda x: x[1:, ::2], lambda x: x[1:, ::2]),
+    "sum": (lambda x: x.sum(0, keepdims=True) + x, lambda x: x.sum(0, keepdims=True) + x),
+    "cumsum": (lambda x: mnp.cumsum(x, axis=1), lambda x: np.cumsum(x, axis=1)),
+    "matmul": (lambda x: mnp.asarray(np.arange(9.0).reshape(3, 3) / 9) @ x,
+               lambda x: np.arange(9.0).reshape(3, 3) / 9 @ x),
+    "concat": (lambda x: mnp.concatenate([x, 3.0 * x], 0),
+               lambda x: np.concatenate([x, 3.0 * x], 0)),
+    "pad": (lambda x: mnp.pad(x, ((1, 0), (0, 2))), lambda x: np.pad(x, ((1, 0), (0, 2)))),
+    "named": (lambda x: mt.ad_checkpoint.checkpoint_name(x, "n") * 2.0, lambda x: 2.0 * x),
+}
+
+
+@given(names=st.lists(st.sampled_from(sorted(LINEAR_OPS)), min_size=1, max_size=3),
+       seed=st.integers(0, 1000))
+def test_linear_transpose_is_the_adjoint(names, seed):
+    """<f(x), c> == <x, f_t(c)> for chains of linear ops, with f checked against NumPy."""
+    with _x64():
+        rng = np.random.default_rng(seed)
+
+        def chain(x, which):
+            pad = np.pad if which else mnp.pad
+            for name in names:  # each result is brought back to (3, 4): linear too
+                flat = LINEAR_OPS[name][which](x).reshape(-1)[:12]
+                x = pad(flat, (0, 12 - flat.shape[0])).reshape(3, 4)
+            return x
+
+        x = rng.standard_normal((3, 4))
+        y = chain(x, 1)
+        np.testing.assert_allclose(chain(mnp.asarray(x), 0), y, rtol=1e-12, atol=1e-12)
+        c = rng.standard_normal(y.shape)
+        (xt,) = mt.linear_transpose(lambda v: chain(v, 0), mnp.zeros((3, 4)))(mnp.asarray(c))
+        np.testing.assert_allclose(np.vdot(y, c), np.vdot(x, np.asarray(xt)), rtol=1e-10)

@@ -1,6 +1,8 @@
 """custom_jvp and custom_vjp: the user's rule is what every mode of differentiation uses,
 through pytrees, nondiff_argnums, closures and higher order."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -201,3 +203,116 @@ def test_custom_vjp_bwd_output_checked():
     f.defvjp(lambda x: (x, None), lambda res, g: (mnp.ones(3),))
     with pytest.raises(TypeError, match="f32\\[3\\] for argument 0"):
         mt.grad(lambda x: f(x).sum())(mnp.ones(2))
+
+
+# ---- JAX's documented examples, with JAX's numbers ------------------------------------------
+def _fixed_point(f, a, x_guess):
+    def cond_fun(carry):
+        x_prev, x = carry
+        return mnp.abs(x_prev - x) > 1e-6
+
+    def body_fun(carry):
+        _, x = carry
+        return x, f(a, x)
+
+    _, x_star = mt.lax.while_loop(cond_fun, body_fun, (x_guess, f(a, x_guess)))
+    return x_star
+
+
+fixed_point = mt.custom_vjp(_fixed_point, nondiff_argnums=(0,))
+
+
+def _fixed_point_fwd(f, a, x_init):
+    x_star = fixed_point(f, a, x_init)
+    return x_star, (a, x_star)
+
+
+def _rev_iter(f, packed, u):
+    a, x_star, x_star_bar = packed
+    _, vjp_x = mt.vjp(lambda x: f(a, x), x_star)
+    return x_star_bar + vjp_x(u)[0]
+
+
+def _fixed_point_rev(f, res, x_star_bar):
+    a, x_star = res
+    _, vjp_a = mt.vjp(lambda a: f(a, x_star), a)
+    (a_bar,) = vjp_a(fixed_point(functools.partial(_rev_iter, f), (a, x_star, x_star_bar),
+                                 x_star_bar))
+    return a_bar, mnp.zeros_like(x_star)
+
+
+fixed_point.defvjp(_fixed_point_fwd, _fixed_point_rev)
+
+
+def _newton_sqrt(a):
+    return fixed_point(lambda a, x: 0.5 * (x + a / x), a, a)
+
+
+def test_fixed_point_example():
+    # jax: 1.41421 0.35355 -0.08839; vmap(grad) [0.5, 0.3536, 0.25]; jit(grad) 0.35355
+    a = mnp.array(2.0)
+    np.testing.assert_allclose(_newton_sqrt(a), np.sqrt(2.0), rtol=1e-6)
+    np.testing.assert_allclose(mt.grad(_newton_sqrt)(a), 0.5 / np.sqrt(2.0), rtol=1e-5)
+    np.testing.assert_allclose(mt.grad(mt.grad(_newton_sqrt))(a), -0.25 * 2.0 ** -1.5,
+                               rtol=1e-4)
+    np.testing.assert_allclose(mt.vmap(mt.grad(_newton_sqrt))(mnp.array([1.0, 2.0, 4.0])),
+                               [0.5, 0.35355339, 0.25], rtol=1e-5)
+    np.testing.assert_allclose(mt.jit(mt.grad(_newton_sqrt))(a), 0.35355339, rtol=1e-5)
+
+
+def test_function_valued_nondiff_argument():
+    app = mt.custom_jvp(lambda f, x: f(x), nondiff_argnums=(0,))
+
+    @app.defjvp
+    def app_jvp(f, primals, tangents):
+        return f(primals[0]), 2.0 * tangents[0]
+
+    cube = lambda x: x ** 3
+    assert float(app(cube, mnp.array(3.0))) == 27.0
+    assert float(mt.grad(app, 1)(cube, mnp.array(3.0))) == 2.0
+    np.testing.assert_allclose(mt.vmap(lambda v: app(mnp.sin, v))(mnp.ones(2)),
+                               np.sin(np.ones(2)), rtol=1e-6)
+    assert float(mt.jit(mt.grad(lambda v: app(mnp.sin, v)))(mnp.array(1.0))) == 2.0
+    np.testing.assert_array_equal(mt.vmap(mt.grad(lambda v: app(mnp.sin, v)))(mnp.ones(2)),
+                                  [2.0, 2.0])
+
+
+def test_clip_gradient_example_under_vmap():
+    @mt.custom_vjp
+    def clip(lo, hi, x):
+        return x
+
+    clip.defvjp(lambda lo, hi, x: (x, (lo, hi)),
+                lambda res, g: (None, None, mnp.clip(g, res[0], res[1])))
+    t = lambda x: clip(-0.75, 0.75, mnp.sin(x))
+    xs = mnp.linspace(0, 10, 5)
+    # the incoming cotangent 1 is clipped to 0.75 (jax: [.75 -.6009 .2127 .26 -.6293])
+    want = 0.75 * np.cos(np.linspace(0, 10, 5))
+    np.testing.assert_allclose(mt.vmap(mt.grad(t))(xs), want, rtol=1e-5)
+    np.testing.assert_allclose(mt.grad(lambda v: mt.vmap(t)(v).sum())(xs), want, rtol=1e-5)
+
+
+def test_closure_convert_with_pytrees_under_vmap_grad_and_jit():
+    counts = []
+
+    def outer(y, z):
+        def f(p):
+            return {"s": mnp.sin(p["a"]) * y, "t": p["b"] * z}
+
+        cf, consts = mt.closure_convert(f, {"a": mnp.ones(2), "b": mnp.ones(2)})
+        counts.append(len(consts))
+        out = cf({"a": mnp.ones(2) * 2, "b": mnp.ones(2)}, *consts)
+        return out["s"].sum() + out["t"].sum()
+
+    three, four = mnp.array(3.0), mnp.array(4.0)
+    np.testing.assert_allclose(outer(three, four), 6 * np.sin(2.0) + 8, rtol=1e-6)
+    np.testing.assert_allclose(mt.grad(outer)(three, four), 2 * np.sin(2.0), rtol=1e-6)
+    np.testing.assert_allclose(mt.vmap(outer)(mnp.ones(2), mnp.ones(2)),
+                               [2 * np.sin(2.0) + 2] * 2, rtol=1e-6)
+    np.testing.assert_allclose(mt.vmap(mt.grad(outer))(mnp.ones(2), mnp.ones(2)),
+                               [2 * np.sin(2.0)] * 2, rtol=1e-6)
+    np.testing.assert_allclose(mt.jit(outer)(three, four), 6 * np.sin(2.0) + 8, rtol=1e-6)
+    mt.jit(outer)(mnp.array(3), mnp.array(4))
+    # jax hoists: nothing eagerly or for batched constants; the differentiated value under
+    # grad; every float value under jit; no int values
+    assert counts == [0, 1, 0, 1, 2, 0]
