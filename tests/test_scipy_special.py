@@ -162,8 +162,8 @@ SPECIAL_POINTS = {
     "erfinv": [-1.0, 1.0, 0.0, 1.5, -1e-30, 0.999999, -0.9999999, 1e-8],
     "ndtri": [0.0, 1.0, 0.5, -0.1, 1.1, 1e-30, 1e-10, 0.02, 0.2499, 0.2501, 0.75, 0.999, 1e-38],
     "gammaln": [0.0, -1.0, -2.5, 1.0, 2.0, 1e-20, 1e20],
-    "digamma": [1.0, 0.5, -0.5, 1.4616321, 1e-3, -1e-3, 100.0],
-    "log_ndtr": [-np.inf, np.inf, -1e3, -37.0, -9.0, -11.0, 0.0, 5.0, 20.0],
+    "digamma": [1.0, 0.5, -0.5, 1.4616321, 1e-3, -1e-3, 100.0, 0.0, -0.0, -1.0, -2.0, -100.5],
+    "log_ndtr": [-np.inf, np.inf, -1e3, -37.0, -9.0, -9.99, -10.01, -11.0, 0.0, 5.0, 20.0],
     "entr": [0.0, -1.0, np.inf, 1.0, 1e-30],
     "logit": [0.0, 1.0, 0.5, -0.5, 2.0, 1e-20],
     "expit": [-np.inf, np.inf, 0.0, -100.0, 100.0],
@@ -227,9 +227,24 @@ def _xlog1py(x, y):
     return x * math.log1p(y) if y > -1 else math.nan
 
 
+def _rel_entr(p, q):
+    if math.isnan(p) or math.isnan(q):
+        return math.nan
+    if p > 0 and q > 0:
+        return p * math.log(p / q)
+    return 0.0 if p == 0 and q >= 0 else math.inf
+
+
+def _kl_div(p, q):
+    r = _rel_entr(p, q)
+    return r - p + q if math.isfinite(r) else r
+
+
 BINARY = [
     ("xlogy", special.xlogy, _xlogy, (-2, 5)),
     ("xlog1py", special.xlog1py, _xlog1py, (-1, 5)),
+    ("rel_entr", special.rel_entr, _rel_entr, (-1, 5)),
+    ("kl_div", special.kl_div, _kl_div, (-1, 5)),
     ("betaln", special.betaln,
      lambda a, b: math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b), (0.125, 30)),
 ]
