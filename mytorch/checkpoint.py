@@ -115,6 +115,11 @@ class checkpoint_policies:
     checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
 
     @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src=None, offload_dst=None):
+        """As dots_with_no_batch_dims_saveable: on host memory, offloaded means saved."""
+        return checkpoint_policies.dots_with_no_batch_dims_saveable
+
+    @staticmethod
     def save_only_these_names(*names):
         """Save exactly the values labelled by checkpoint_name with one of `names`."""
         names = frozenset(names)

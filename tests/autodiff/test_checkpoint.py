@@ -187,3 +187,20 @@ def test_checkpoint_name_is_an_identity_under_every_transformation():
     tree = name({"p": x, "q": [x]}, "tree")
     np.testing.assert_array_equal(tree["q"][0], x)
     assert "name[name='n']" in str(mt.make_jaxpr(lambda v: name(v, "n"))(x))
+
+
+def test_saved_residuals_describe_arguments_names_and_outputs(capsys):
+    from mytorch.ad_checkpoint import print_saved_residuals, saved_residuals
+
+    w, x = _wx()
+    plain = saved_residuals(_named_block, w, x)
+    assert [d for _, d in plain[:2]] == ["from the argument w", "from the argument x"]
+    assert any(d.startswith("named 'a'") for _, d in plain)
+    assert any(d.startswith("output of cos") for _, d in plain)
+    only_b = saved_residuals(mt.checkpoint(_named_block, policy=P.save_only_these_names("b")),
+                             w, x)
+    assert [d.split(" from")[0] for _, d in only_b] == [
+        "from the argument w", "from the argument x", "named 'b'"]
+    assert [a.shape for a, _ in only_b] == [(3, 3), (2, 3), (2, 3)]
+    print_saved_residuals(lambda d: mnp.sin(d["p"]).sum(), {"p": mnp.ones(2)})
+    assert capsys.readouterr().out.startswith("f32[2] output of cos from ")
