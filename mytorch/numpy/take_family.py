@@ -388,7 +388,8 @@ def place(arr, mask, vals, *, inplace=False):
     if n == 0:
         return x
     v = take(v, np.arange(n) % v.shape[0])
-    return lax.reshape(_update("place", _ravel(x), pos, v, "set", None, m is not None, True),
+    # sorted either way; unique unless traced (every unused slot holds x.size)
+    return lax.reshape(_update("place", _ravel(x), pos, v, "set", None, True, m is not None),
                        x.shape)
 
 
