@@ -1,11 +1,12 @@
-"""`scan`, `fori_loop` and `map`: loops as one primitive carrying the loop body's jaxpr.
+"""The `scan` primitive: a loop carrying the loop body's jaxpr (the user-facing `scan`,
+`fori_loop` and `map` that bind it are in loops.py).
 
     carry, ys = scan(f, init, xs)          # f(carry, x) -> (carry, y), ys stacked on axis 0
 
 The `scan` equation's params: `jaxpr` (constant-free body: consts, carry, x-slices -> new
 carry, y-slice), `num_consts`, `num_carry`, `length`, `reverse`, `unroll` (semantics
 only). Its operands are consts, the initial carry and the stacked xs; its results are the
-final carry and the stacked ys.
+final carry and the stacked ys, of the types the body returns (weak types included).
 
 Rules: JVP is a scan of the JVP body (carry tangents that become nonzero are found by a
 fixpoint); linearize splits a scan into a known scan that also stacks each step's residuals
@@ -14,23 +15,18 @@ opposite direction over the stacked residuals (nothing is recomputed); batching 
 scanned axis at 0 (batched xs and ys carry their batch dimension at 1).
 """
 
-import operator
-
 import numpy as np
 
-from mytorch.core import tree_util
 from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
-from mytorch.core.array import from_numpy
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
-from mytorch.core.source_info import where
 from mytorch.core.staging import StagingTrace
-from mytorch.core.trace import Tracer, aval_of, set_current_trace
+from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
-from mytorch.lax._utils import asarray, buffer_owners, unaliased
+from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import as_array
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_flat
@@ -39,142 +35,6 @@ from mytorch.transforms.transpose import backward_pass
 
 __all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop", "transpose_body",
            "carry_cotangents"]
-
-
-# ---- the user-facing functions -----------------------------------------------------------
-def _describe(tree, avals):
-    return f"{tree} with leaves [{', '.join(a.str_short() for a in avals)}]"
-
-
-def _strong(aval):
-    return ShapedArray(aval.shape, aval.dtype, False)
-
-
-def _scan_length(xs_leaves, length):
-    """The trip count: the common leading dimension of the xs (and `length`, if given)."""
-    sizes = {aval_of(x).shape[0] if aval_of(x).ndim else None for x in xs_leaves}
-    if None in sizes:
-        shapes = [aval_of(x).str_short() for x in xs_leaves]
-        raise ValueError(f"scan: every leaf of xs needs a leading axis to scan over, got "
-                         f"{shapes}{where()}")
-    if len(sizes) > 1:
-        raise ValueError(f"scan: the leaves of xs have different leading sizes "
-                         f"{sorted(sizes)}{where()}")
-    if length is not None:
-        length = operator.index(length)
-        if sizes and sizes != {length}:
-            raise ValueError(f"scan: length={length} but xs have leading size "
-                             f"{sizes.pop()}{where()}")
-        return length
-    if not sizes:
-        raise ValueError(f"scan: with no xs, pass length= for the trip count{where()}")
-    return sizes.pop()
-
-
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
-    """Loop `f(carry, x) -> (carry, y)` over the leading axis of `xs`.
-
-    init: pytree of arrays (the carry; its structure, shapes and dtypes must be preserved
-    by `f`); xs: pytree of arrays of shape (length, ...) or None; returns (final carry,
-    ys) where ys stacks the per-step y's along a new leading axis of size `length`.
-    reverse=True runs from the last slice to the first (ys stay in xs order).
-    """
-    init_leaves, init_tree = tree_util.tree_flatten(init)
-    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
-    init_leaves = [asarray(x) for x in init_leaves]
-    xs_leaves = [asarray(x) for x in xs_leaves]
-    length = _scan_length(xs_leaves, length)
-    carry_avals = [_strong(aval_of(x)) for x in init_leaves]
-    x_avals = [ShapedArray(aval_of(x).shape[1:], aval_of(x).dtype, False) for x in xs_leaves]
-    n_carry, store = len(init_leaves), {}
-    call_site = where()
-
-    def body(*args):
-        carry = tree_util.tree_unflatten(init_tree, args[:n_carry])
-        x = tree_util.tree_unflatten(xs_tree, args[n_carry:])
-        out = f(carry, x)
-        if not isinstance(out, tuple) or len(out) != 2:
-            raise TypeError(f"scan: the body must return a pair (carry, y), got "
-                            f"{type(out).__name__}{call_site}")
-        c_leaves, c_tree = tree_util.tree_flatten(out[0])
-        c_leaves = [asarray(c) for c in c_leaves]
-        _check_carry("scan", init_tree, carry_avals, c_tree,
-                     [aval_of(c) for c in c_leaves], call_site)
-        y_leaves, store["y_tree"] = tree_util.tree_flatten(out[1])
-        return [*c_leaves, *[asarray(y) for y in y_leaves]]
-
-    name = f"lax.scan body {getattr(f, '__name__', '')}".rstrip()  # names leaked tracers
-    jaxpr, consts = trace_closed_over(body, [*carry_avals, *x_avals], name)
-    outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
-                       num_carry=n_carry, length=length, reverse=bool(reverse), unroll=unroll)
-    carry = tree_util.tree_unflatten(init_tree, outs[:n_carry])
-    return carry, tree_util.tree_unflatten(store["y_tree"], outs[n_carry:])
-
-
-def _check_carry(op, in_tree, in_avals, out_tree, out_avals, call_site=""):
-    """The body's carry output must match its input in structure, shapes and dtypes."""
-    same = in_tree == out_tree and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(in_avals, out_avals))
-    if not same:
-        raise TypeError(
-            f"{op}: the body function's carry output must have the same structure, shapes "
-            f"and dtypes as its carry input.\n  carry input:  {_describe(in_tree, in_avals)}"
-            f"\n  carry output: {_describe(out_tree, out_avals)}{call_site}")
-
-
-def fori_loop(lower, upper, body_fun, init_val):
-    """`body_fun(i, val) -> val` for i in range(lower, upper), starting from `init_val`.
-
-    With concrete bounds this is a scan over the trip count (reverse-differentiable); with
-    traced bounds it is a while_loop (mytorch.lax.while_loop).
-    """
-    lo, hi = _concrete_int(lower), _concrete_int(upper)
-    if lo is None or hi is None:
-        try:
-            from mytorch.lax.while_loop import while_loop
-        except ImportError:
-            raise TypeError("fori_loop: traced bounds need lax.while_loop, which is not "
-                            f"available; pass Python ints for lower/upper{where()}") from None
-
-        def cond(state):
-            return state[0] < state[1]
-
-        def body(state):
-            i, u, v = state
-            return i + 1, u, body_fun(i, v)
-
-        return while_loop(cond, body, (asarray(lower), asarray(upper), init_val))[2]
-    from mytorch.lax.structural import iota
-
-    n = max(hi - lo, 0)
-    idx = iota(np.dtype(np.int32), n)
-    if lo:
-        idx = idx + np.int32(lo)
-
-    def step(val, i):
-        return body_fun(i, val), None
-
-    return scan(step, init_val, idx, length=n)[0]
-
-
-def _concrete_int(x):
-    if isinstance(x, Tracer):
-        try:
-            x = x.concrete_value()
-        except Exception:
-            return None
-        if x is None:
-            return None
-    try:
-        return operator.index(np.asarray(x).item() if hasattr(x, "shape") else x)
-    except TypeError:
-        return None
-
-
-def map(f, xs):  # noqa: A001 - the lax name
-    """`f` applied to each slice of `xs` along axis 0, results stacked (a scan with no
-    carry). xs: pytree of arrays of shape (n, ...)."""
-    return scan(lambda _, x: ((), f(x)), (), xs)[1]
 
 
 # ---- the primitive -----------------------------------------------------------------------
@@ -210,8 +70,9 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
         if a.shape != (length, *b.shape) or a.dtype != b.dtype:
             raise TypeError(f"scan: xs operand {a.str_short()} does not match the body's "
                             f"slice {b.str_short()} with length {length}")
-    ys = [ShapedArray((length, *a.shape), a.dtype, False) for a in body_out[num_carry:]]
-    return [_strong(a) for a in carry_out] + ys
+    # the loop's results have the body's types, weak types included (as in JAX)
+    ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type) for a in body_out[num_carry:]]
+    return list(carry_out) + ys
 
 
 def _steps(length, reverse):
@@ -272,8 +133,7 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     if body is not None:
         outs = scan_loop(body, num_consts, num_carry, length, reverse, y_specs,
                          *[np.asarray(a) for a in args])
-        return [as_array(o, a) for o, a in zip(outs[:num_carry], out_avals)
-                ] + [as_array(y) for y in outs[num_carry:]]
+        return [_as_result(o, a) for o, a in zip(outs, _result_avals(jaxpr, num_carry, length))]
     consts, carry, xs = _groups(args, num_consts, num_carry)
     xs_np = [np.asarray(x) for x in xs]
     ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
@@ -282,8 +142,22 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
         carry = list(outs[:num_carry])
         for buf, y in zip(ys, outs[num_carry:]):
             buf[i] = np.asarray(y)
-    carry = [from_numpy(np.asarray(c)) if c.weak_type else c for c in carry]  # strong
-    return [*carry, *[as_array(y) for y in ys]]
+    return [_as_result(o, a)
+            for o, a in zip([*carry, *ys], _result_avals(jaxpr, num_carry, length))]
+
+
+def _as_result(value, aval):
+    """A concrete result of `aval`'s dtype and weak type."""
+    out = as_array(value, aval)
+    out._weak = aval.weak_type
+    return out
+
+
+def _result_avals(jaxpr, num_carry, length):
+    """The types of a scan's results (see _scan_abstract_eval)."""
+    out = [v.aval for v in jaxpr.outvars]
+    return out[:num_carry] + [ShapedArray((length, *a.shape), a.dtype, a.weak_type)
+                              for a in out[num_carry:]]
 
 
 # ---- forward mode ------------------------------------------------------------------------
@@ -640,3 +514,7 @@ def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, re
 
 
 scan_p.def_batching(_scan_batching)
+
+
+# the user-facing functions live in loops.py (imported here last: loops.py needs scan_p)
+from mytorch.lax.loops import fori_loop, map, scan  # noqa: E402,F401

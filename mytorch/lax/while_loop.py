@@ -20,10 +20,13 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, tangent_a
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
-from mytorch.core.source_info import user_frame
+from mytorch.core.source_info import user_frame, where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._masking import guard, guard_linear, may_differentiate
+from mytorch.lax._carry import (
+    LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
+)
 from mytorch.lax._utils import asarray
 from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
@@ -42,22 +45,12 @@ def _at(info):
     return f" (at {info})" if info is not None else ""
 
 
-def _describe(tree, avals):
-    leaves = ", ".join(a.str_short() for a in avals)
-    return f"{tree} with leaves [{leaves}]"
-
-
 def _same_avals(a, b):
     return len(a) == len(b) and all(
         x.shape == y.shape and x.dtype == y.dtype for x, y in zip(a, b))
 
 
-def _carry_mismatch(what, in_tree, in_avals, out_tree, out_avals, info):
-    return TypeError(
-        f"while_loop: {what} must return a carry with the same tree structure, shapes and "
-        f"dtypes as init_val{_at(info)}.\n"
-        f"  init_val:        {_describe(in_tree, in_avals)}\n"
-        f"  {what} output: {_describe(out_tree, out_avals)}")
+_WHILE = LoopNames("while_loop", "body_fun", "init_val")
 
 
 def while_loop(cond_fun, body_fun, init_val, *, checkpoint_every=None):
@@ -65,52 +58,72 @@ def while_loop(cond_fun, body_fun, init_val, *, checkpoint_every=None):
 
     Args:
       cond_fun: carry -> scalar bool array.
-      body_fun: carry -> carry, of the same tree structure, shapes and dtypes.
+      body_fun: carry -> carry, of the same tree structure, shapes and dtypes (a
+        Python-scalar leaf of `init_val` takes the dtype `body_fun` gives it, as in JAX).
       init_val: a pytree of arrays (the initial carry).
       checkpoint_every: for reverse mode, keep only every k-th carry and recompute the
         other iterations' residuals segment by segment in the backward pass (memory
         O(N/k + k) instead of O(N) for N iterations); None keeps every iteration's.
 
     Returns:
-      The final carry (same structure, shapes and dtypes as `init_val`).
+      The final carry (same structure, shapes and dtypes as `init_val`; weak types as
+      `body_fun` returns them).
 
     Raises:
       TypeError: `body_fun` changes the carry's structure/shape/dtype, or `cond_fun` does
       not return a scalar bool.
+
+    >>> while_loop(lambda c: c < 10, lambda c: c * 2, 1)   # 16
     """
-    info = user_frame()
     if checkpoint_every is not None and (not isinstance(checkpoint_every, int)
                                          or isinstance(checkpoint_every, bool)
                                          or checkpoint_every < 1):
         raise ValueError(f"while_loop: checkpoint_every must be a positive int or None, got "
-                         f"{checkpoint_every!r}{_at(info)}")
+                         f"{checkpoint_every!r}{_at(user_frame())}")
+    return _while_loop(cond_fun, body_fun, init_val, checkpoint_every, _WHILE)
+
+
+def _while_loop(cond_fun, body_fun, init_val, checkpoint_every, names):
+    """while_loop, naming `names.op` (while_loop or fori_loop) in its errors."""
+    call_site = where()
+    for what, fn in (("cond_fun", cond_fun), ("body_fun", body_fun)):
+        if not callable(fn):
+            raise TypeError(f"{names.op}: {what} must be callable, got "
+                            f"{describe_value(fn)}{call_site}")
     leaves, in_tree = tree_util.tree_flatten(init_val)
     leaves = [asarray(x) for x in leaves]
+
+    def trace_body(avals):
+        def flat_body(*xs):
+            out = body_fun(tree_util.tree_unflatten(in_tree, xs))
+            out_leaves, tree = tree_util.tree_flatten(out)
+            out_leaves = [asarray(x) for x in out_leaves]
+            check_carry_tree(names, in_tree, avals, tree, [aval_of(x) for x in out_leaves],
+                             call_site)
+            return out_leaves
+
+        body_jaxpr, body_consts = trace_closed_over(flat_body, avals,
+                                                    f"lax.{names.op} body_fun")
+        return (body_jaxpr, body_consts), [v.aval for v in body_jaxpr.outvars]
+
+    leaves, (body_jaxpr, body_consts) = promote_weak_carries(leaves, trace_body)
     avals = [aval_of(x) for x in leaves]
-    store = {}
+    check_carry_types(names, in_tree, avals, [v.aval for v in body_jaxpr.outvars], call_site)
 
     def flat_cond(*xs):
         out = cond_fun(tree_util.tree_unflatten(in_tree, xs))
         out_leaves, tree = tree_util.tree_flatten(out)
         if len(out_leaves) != 1:
-            raise TypeError(f"while_loop: cond_fun must return one scalar bool, got "
-                            f"{tree}{_at(info)}")
+            raise TypeError(f"{names.op}: cond_fun must return one scalar bool, got "
+                            f"{describe_value(out)}{call_site}")
         return [asarray(out_leaves[0])]
 
-    def flat_body(*xs):
-        out = body_fun(tree_util.tree_unflatten(in_tree, xs))
-        out_leaves, store["tree"] = tree_util.tree_flatten(out)
-        return [asarray(x) for x in out_leaves]
-
-    cond_jaxpr, cond_consts = trace_closed_over(flat_cond, avals, "lax.while_loop cond_fun")
+    cond_jaxpr, cond_consts = trace_closed_over(flat_cond, avals, f"lax.{names.op} cond_fun")
     pred = cond_jaxpr.outvars[0].aval
     if pred.shape != () or pred.dtype != np.bool_:
-        raise TypeError(f"while_loop: cond_fun must return a scalar bool, got "
-                        f"{pred.str_short()}{_at(info)}")
-    body_jaxpr, body_consts = trace_closed_over(flat_body, avals, "lax.while_loop body_fun")
-    out_avals = [v.aval for v in body_jaxpr.outvars]
-    if store["tree"] != in_tree or not _same_avals(avals, out_avals):
-        raise _carry_mismatch("body_fun", in_tree, avals, store["tree"], out_avals, info)
+        raise TypeError(f"{names.op}: cond_fun must return a scalar bool, got "
+                        f"{pred.str_short()}{call_site}. Reduce it with .all() or .any(), "
+                        "or compare (c < n)")
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts), checkpoint_every=checkpoint_every)
@@ -138,7 +151,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
             "while: body_jaxpr must map the carries to carries of the same shapes and dtypes;"
             f" carries [{', '.join(a.str_short() for a in carry)}], body outputs "
             f"[{', '.join(a.str_short() for a in body_out)}]")
-    return list(carry)
+    return body_out  # the body's types, weak types included (as in JAX)
 
 
 @while_p.def_impl
@@ -146,7 +159,16 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, check
     cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
     while bool(np.asarray(eval_jaxpr(cond_jaxpr, [], *cc, *carry)[0])):
         carry = eval_jaxpr(body_jaxpr, [], *bc, *carry)
-    return list(carry)
+    return [_with_weak_type(x, v.aval) for x, v in zip(carry, body_jaxpr.outvars)]
+
+
+def _with_weak_type(x, aval):
+    """The concrete `x` with `aval`'s weak type (a loop of no steps returns its operand)."""
+    if x.weak_type == aval.weak_type:
+        return x
+    from mytorch.core.array import ArrayImpl
+
+    return ArrayImpl(x._buf, aval.weak_type, x.device)
 
 
 # ---- forward mode --------------------------------------------------------------------------
