@@ -28,8 +28,15 @@ _CHOICES = {"default_backend": ("cpu", "gpu")}
 _NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on compiled code
 
 
+# JAX's names for options whose mytorch names differ (other `jax_` names drop the prefix)
+_JAX_NAMES = {"jax_platform_name": "default_backend", "jax_platforms": "default_backend"}
+_JAX_PLATFORMS = {"cuda": "gpu", "rocm": "gpu"}
+
+
 def _option(name):
     """The option `name` refers to: itself, or the option a `jax_`-prefixed alias names."""
+    if name in _JAX_NAMES:
+        return _JAX_NAMES[name]
     if name not in _DEFAULTS and isinstance(name, str) and name[4:] in _DEFAULTS \
             and name.startswith("jax_"):
         return name[4:]
@@ -57,6 +64,9 @@ class Config:
     def update(self, name, value):
         """Set option `name` to `value`; unknown names and bad values raise ValueError.
         JAX's `jax_`-prefixed names are aliases: `update("jax_enable_x64", True)`."""
+        if name in _JAX_NAMES and isinstance(value, str):  # "cuda,cpu": the first one
+            value = value.split(",")[0].strip()
+            value = _JAX_PLATFORMS.get(value, value)
         name = _option(name)
         if name not in _DEFAULTS:
             known = ", ".join(sorted(_DEFAULTS))
@@ -98,8 +108,8 @@ class Config:
     @contextlib.contextmanager
     def override(self, **options):
         """Temporarily set options: `with mt.config.override(enable_x64=True): ...`."""
-        options = {_option(k): v for k, v in options.items()}
-        old = {k: self._values[k] for k in options if k in self._values}
+        old = {_option(k): self._values[_option(k)] for k in options
+               if _option(k) in self._values}
         try:
             for k, v in options.items():
                 self.update(k, v)

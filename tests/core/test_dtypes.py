@@ -259,6 +259,10 @@ def test_config_takes_jax_option_names():
     with mt.config.override(jax_debug_nans=True):
         assert mt.config.debug_nans and mt.config.jax_debug_nans
     assert not mt.config.debug_nans
+    mt.config.update("jax_platform_name", "cpu")
+    assert mt.config.default_backend == "cpu" and mt.config.jax_platforms == "cpu"
+    with mt.config.override(jax_platforms="cpu"):
+        assert mt.config.default_backend == "cpu"
     with pytest.raises(ValueError, match="no option 'jax_not_an_option'"):
         mt.config.update("jax_not_an_option", 1)
     with pytest.raises(AttributeError, match="no option 'jax_nope'"):
