@@ -266,8 +266,13 @@ def test_fill_defaults_match_jax():
         (mnp.arange(3), 2.7, 2),
     ]
     for x, fill, want in cases:
-        got = x.at[7].get(mode="fill", fill_value=fill)
-        assert_close(got, np.asarray(want, np.asarray(x).dtype), dtype=np.asarray(x).dtype)
+        dtype = np.asarray(x).dtype
+        for got in (x.at[7].get(mode="fill", fill_value=fill),
+                    mt.jit(lambda x, i: x.at[i].get(mode="fill", fill_value=fill))(x, 7),
+                    mt.jit(lambda x: x.at[np.array([7, -4])].get(mode="fill",
+                                                                 fill_value=fill))(x)):
+            assert_close(got, np.broadcast_to(np.asarray(want, dtype), np.shape(got)),
+                         dtype=dtype)
 
 
 def test_only_an_empty_axis_raises():
