@@ -299,21 +299,52 @@ def _split_args(fun, args, nums):
     return partial, tuple(args[i] for i in nums)
 
 
-def _check_real_inputs(diff_args, nums, what):
+def _check_real_inputs(diff_args, nums, what, allow_int=None):
+    """Float inputs only; integer and bool ones too with allow_int=True (None: the function
+    has no allow_int, as jacfwd)."""
     for i, arg in zip(nums, diff_args):
         for leaf in tree_util.tree_leaves(arg):
             a = aval_of(leaf)
-            if not is_differentiable(a):
-                raise TypeError(
-                    f"{what} requires real-valued (float) inputs, but argument {i} has a "
-                    f"leaf of type {a.str_short()}{_at()}. Convert it with "
-                    ".astype(mnp.float32), or leave it out of argnums."
-                )
+            if is_differentiable(a) or (allow_int and _is_int_or_bool(a)):
+                continue
+            hint = ("" if allow_int is None or not _is_int_or_bool(a) else
+                    ", or pass allow_int=True (its derivative is then zero)")
+            raise TypeError(
+                f"{what} requires real-valued (float) inputs, but argument {i} has a "
+                f"leaf of type {a.str_short()}{_at()}. Convert it with "
+                f".astype(mnp.float32), leave it out of argnums{hint}."
+            )
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def _is_int_or_bool(aval):
+    return dtypes.is_int(aval.dtype) or dtypes.is_bool(aval.dtype)
+
+
+def _like_primals(g, primals):
+    """Each gradient leaf with its primal's dtype and weak type, as in JAX (so a Python
+    float's gradient stays weak: f16_array * grad(f)(2.0) is float16); an integer or bool
+    primal (allow_int) gets a NumPy array of zeros of dtype float0."""
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    out = []
+    for ct, p in zip(tree_util.tree_leaves(g), p_leaves, strict=True):
+        a = aval_of(p)
+        if not is_differentiable(a):
+            out.append(np.zeros(a.shape, dtypes.float0))
+        else:
+            out.append(convert_element_type(ct, a.dtype, weak_type=a.weak_type))
+    return tree_util.tree_unflatten(p_tree, out)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
     """fun -> fn returning (fun(*args), gradient of fun's scalar output with respect to
-    the arguments at `argnums`) (and aux first in the value when has_aux)."""
+    the arguments at `argnums`) (and aux first in the value when has_aux).
+
+    Each gradient has its argument's shape, dtype and weak type. With allow_int=True,
+    integer and bool arguments are allowed and get zero gradients of dtype float0 (NumPy
+    arrays of their shape), as in JAX.
+
+    >>> value_and_grad(lambda x: x * x)(3.0)   # (9.0, 6.0)
+    """
     what = f"grad({_name(fun)})"
 
     @functools.wraps(fun)
@@ -321,7 +352,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         single, nums = _argnums_tuple(argnums, len(args), fun, what)
         f = functools.partial(fun, **kwargs) if kwargs else fun
         partial, diff = _split_args(f, args, nums)
-        _check_real_inputs(diff, nums, what)
+        _check_real_inputs(diff, nums, what, allow_int)
         if has_aux:
             out, vjp_fn, aux = _vjp(partial, diff, True, what)
         else:
@@ -347,16 +378,24 @@ def value_and_grad(fun, argnums=0, has_aux=False):
             )
         one = from_numpy(np.ones((), a.dtype))
         g = vjp_fn(tree_util.tree_unflatten(tree_util.tree_structure(out), [one]))
+        g = _like_primals(g, diff)
         g = g[0] if single else g
         return ((out, aux), g) if has_aux else (out, g)
 
     return value_and_grad_fn
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, allow_int=False):
     """fun -> fn returning the gradient of fun's scalar float output with respect to the
-    arguments at `argnums` (a tuple of gradients when argnums is a tuple)."""
-    vg = value_and_grad(fun, argnums, has_aux)
+    arguments at `argnums` (a tuple of gradients when argnums is a tuple).
+
+    Each gradient has its argument's shape, dtype and weak type (a Python float's gradient
+    is a weakly typed float32). allow_int=True accepts integer and bool arguments, whose
+    gradients are NumPy zeros of dtype float0 (mytorch.core.dtypes.float0), as in JAX.
+
+    >>> grad(lambda x: x * 2.0)(1.0)   # 2.0, weakly typed
+    """
+    vg = value_and_grad(fun, argnums, has_aux, allow_int)
 
     @functools.wraps(fun)
     def grad_fn(*args, **kwargs):
@@ -393,17 +432,24 @@ def _split_axis(x, axis, avals, leading):
     return blocks
 
 
-def _jacobian_args(fun, args, argnums, what):
+def _jacobian_args(fun, args, argnums, what, allow_int=None):
     """(single argnum?, fun of the differentiated args, those args) for jacfwd/jacrev."""
     single, nums = _argnums_tuple(argnums, len(args), fun, what)
     partial, diff = _split_args(fun, args, nums)
-    _check_real_inputs(diff, nums, what)
+    _check_real_inputs(diff, nums, what, allow_int)
     return single, partial, diff
+
+
+def _cast_blocks(per_in, like):
+    """Each Jacobian block per_in[k][o] with the dtype and weak type of like(k, o), as in
+    JAX: jacfwd's blocks take their output's, jacrev's their input's."""
+    return [[convert_element_type(b, like(k, o).dtype, weak_type=like(k, o).weak_type)
+             for o, b in enumerate(blocks)] for k, blocks in enumerate(per_in)]
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian by forward mode: fn(*args) -> pytree [output leaf][argument leaf] of
-    arrays shaped output.shape + argument.shape.
+    arrays shaped output.shape + argument.shape, each of its output's dtype and weak type.
 
     One batched pass: the JVP is vmapped over the standard basis of the inputs, so the
     primal computation runs once and the tangent computation once, batched."""
@@ -419,6 +465,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
             res = jvp(partial, diff, tuple(tree_util.tree_unflatten(in_tree, basis_leaves)),
                       has_aux=has_aux)
             out_leaves, store["out_tree"] = tree_util.tree_flatten(res[1])
+            store["out_avals"] = [aval_of(o) for o in tree_util.tree_leaves(res[0])]
             aux_leaves, store["aux_tree"] = tree_util.tree_flatten(res[2] if has_aux else None)
             # aux depends on the primals only: its arrays leave vmap unbatched
             store["aux_static"] = [None if isinstance(a, Array) else a for a in aux_leaves]
@@ -432,19 +479,22 @@ def jacfwd(fun, argnums=0, has_aux=False):
         for t in t_outs:  # (*out.shape, n_in)
             for k, block in enumerate(_split_axis(t, aval_of(t).ndim - 1, in_avals, False)):
                 per_in[k].append(block)
+        per_in = _cast_blocks(per_in, lambda k, o: store["out_avals"][o])
         return _assemble(per_in, in_tree, store["out_tree"], single, has_aux, aux)
 
     return jac_fn
 
 
-def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape).
+def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
+    """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape),
+    each block of its input's dtype and weak type. allow_int=True accepts integer and
+    bool inputs (their blocks are zeros of the input's dtype, as in JAX).
 
     One batched pass: the VJP is vmapped over the standard basis of the outputs."""
     what = f"jacrev({_name(fun)})"
 
     def jac_fn(*args):
-        single, partial, diff = _jacobian_args(fun, args, argnums, what)
+        single, partial, diff = _jacobian_args(fun, args, argnums, what, allow_int)
         res = _vjp(partial, diff, has_aux, what)
         out, vjp_fn = res[0], res[1]
         in_tree = tree_util.tree_structure(diff)
@@ -456,6 +506,8 @@ def jacrev(fun, argnums=0, has_aux=False):
 
         rows = vmap(pullback)(*_std_basis(out_avals))  # per input leaf: (n_out, *in.shape)
         per_in = [_split_axis(r, 0, out_avals, True) for r in rows]
+        in_avals = [aval_of(x) for x in tree_util.tree_leaves(diff)]
+        per_in = _cast_blocks(per_in, lambda k, o: in_avals[k])
         return _assemble(per_in, in_tree, out_tree, single, has_aux, res[2] if has_aux else None)
 
     return jac_fn
