@@ -253,7 +253,8 @@ def _counted_indices(q, n, nv, method, cdt):
     counts = lax.convert_element_type(lax.reshape(nv, (nv.shape[1],)), np.int32)
 
     def lookup(i, dtype):
-        table = _arr(np.stack([t[i] for t in tables]).astype(dtype))  # (n + 1, K)
+        with np.errstate(under="ignore"):  # a tiny gamma (q = 1e-300) flushes to 0
+            table = _arr(np.stack([t[i] for t in tables]).astype(dtype))  # (n + 1, K)
         return lax.transpose(take(table, counts, axis=0, mode="clip"), (1, 0))
 
     return lookup(0, np.int32), lookup(1, np.int32), lookup(2, cdt)
@@ -342,7 +343,8 @@ def _sorted_quantiles(s, static, qv, method, nan, out_shape):
     if static is not None and not nan:  # constant positions: slices, no gathers
         lo, hi, gamma = _static_indices(static, n, method)
         take = _take_static
-        gamma = _bcast(_arr(gamma.reshape(k, 1).astype(cdt)), out_shape)
+        with np.errstate(under="ignore"):  # a tiny gamma (q = 1e-300) flushes to 0
+            gamma = _bcast(_arr(gamma.reshape(k, 1).astype(cdt)), out_shape)
     elif static is not None:  # constant q, per-row counts: NumPy's float64 index tables
         lo, hi, gamma = _counted_indices(static, n, nv, method, cdt)
         take = _take_rows

@@ -519,6 +519,57 @@ def test_nan_quantiles(name, data):
     assert_close(got, ref_cast(want, F32), F32, atol=1e-4)
 
 
+# q values NumPy's float64 index arithmetic must round exactly: k/m (1/3, 2/3, 1/7, ...: not
+# exactly representable) and arbitrary floats
+FRACTIONS = st.builds(lambda k, m: min(k, m) / m, st.integers(0, 12), st.integers(1, 12))
+ANY_Q = st.one_of(FRACTIONS, st.floats(0, 1))
+
+
+def test_quantile_index_rounding_example():
+    """q = 1/3 of 4 values: the index (n - 1) q is 1 in float64 arithmetic (NumPy: 1)."""
+    x = np.array([0, 1, 1, 1], F32)
+    for method in METHODS:
+        assert float(mnp.quantile(x, 1 / 3, method=method)) == 1.0
+        assert float(mnp.quantile(x, [1 / 3, 2 / 3], method=method)[1]) == 1.0
+    assert float(mnp.quantile(np.arange(4, dtype=F32), 2 / 3, method="lower")) == 2.0
+    # percentile divides by 100 first, as NumPy: 100/3 / 100 * 3 rounds up to exactly 1
+    assert float(mnp.percentile(np.arange(4, dtype=F32), 100 / 3, method="lower")) == 1.0
+    assert float(mnp.percentile(x, np.float64(1 / 3) * 100, method="lower")) == 0.0
+
+
+@given(n=st.integers(1, 40), qs=st.lists(ANY_Q, min_size=1, max_size=4),
+       method=st.sampled_from(METHODS), seed=st.integers(0, 9))
+def test_quantile_index_rounding_matches_numpy(n, qs, method, seed):
+    """Every method at many q, against NumPy's quantile, percentile and nanquantile (whose
+    index depends on each row's count of numbers)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 5, size=(2, n)).astype(F32)
+    q = np.array(qs)
+    assert_close(mnp.quantile(x, q, axis=1, method=method),
+                 np.quantile(x.astype(F64), q, axis=1, method=method).astype(F32), F32,
+                 rtol=0, atol=1e-5)
+    p = q * 100
+    assert_close(mnp.percentile(x, p, axis=1, method=method),
+                 np.percentile(x.astype(F64), p, axis=1, method=method).astype(F32), F32,
+                 rtol=0, atol=1e-5)
+    xn = np.where(rng.random(x.shape) < 0.3, np.nan, x).astype(F32)
+    want = quiet(np.nanquantile, xn.astype(F64), q, axis=1, method=method)
+    assert_close(mnp.nanquantile(xn, q, axis=1, method=method), want.astype(F32), F32,
+                 rtol=0, atol=1e-5)
+
+
+@given(n=st.integers(1, 40), qs=st.lists(ANY_Q, min_size=1, max_size=4),
+       method=st.sampled_from(["lower", "higher", "nearest"]))
+def test_traced_quantile_index_in_float32(n, qs, method):
+    """A traced q is a float32 array: the index is (n - 1) * q rounded to float32 (as JAX
+    computes it), then floored, ceiled or rounded half to even."""
+    q32 = np.array(qs, F32)
+    virtual = (np.float32(n - 1) * q32).astype(F32)
+    want = {"lower": np.floor, "higher": np.ceil, "nearest": np.rint}[method](virtual)
+    got = mt.jit(lambda v, q: mnp.quantile(v, q, method=method))(np.arange(n, dtype=F32), q32)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_quantile_special_values_and_errors():
     assert_close(mnp.quantile(np.array([1.0, np.nan, 3.0], F32), 0.0), np.float32(np.nan), F32)
     assert_close(mnp.median(np.zeros(0, F32)), np.float32(np.nan), F32)
