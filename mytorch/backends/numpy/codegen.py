@@ -328,7 +328,8 @@ class Generator:
             return
         ins = [self.src(v, False) for v in eqn.invars]
         where = self.hoist(_describe(eqn), "where")
-        self.lines.append(f"_nan_check({where}, ({', '.join(outs)},), ({', '.join(ins)},))")
+        self.lines.append(f"_nan_check({where}, ({''.join(o + ', ' for o in outs)}), "
+                          f"({''.join(i + ', ' for i in ins)}))")  # () when no inputs
         self.ns["_nan_check"] = _nan_check
 
     # ---- the function ----------------------------------------------------------------------
