@@ -26,9 +26,9 @@ from mytorch.numpy.introspection import (
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye", "identity",
-    "tri", "tril", "triu", "meshgrid", "indices", "copy", "from_dlpack", "dtype", "isdtype",
-    "finfo", "iinfo",
-    "issubdtype", "can_cast", "promote_types", "number", "integer", "signedinteger",
+    "tri", "tril", "triu", "meshgrid", "indices", "copy", "astype", "from_dlpack", "dtype",
+    "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types", "number",
+    "integer", "signedinteger",
     "unsignedinteger", "floating", "inexact", "generic", "isscalar", "ndim", "shape", "size",
 ]
 
@@ -158,6 +158,12 @@ def copy(a, order=None):
     """A copy of `a` (arrays are immutable, so this is `asarray(a)`)."""
     del order
     return asarray_any(a)
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """`x` converted to `dtype` (any dtype-like), strongly typed: `x.astype(dtype)`."""
+    del copy, device
+    return asarray_any(x).astype(dtype)
 
 
 # ---- filled arrays --------------------------------------------------------------------------

@@ -208,7 +208,7 @@ def test_dtype_utilities_accept_every_form(code, data):
             assert mnp.isdtype(form, "bool") and not mnp.isdtype(form, "numeric")
         made = [mnp.zeros(2, form), mnp.ones((), dtype=form), mnp.array([1, 0], dtype=form),
                 mnp.asarray(1, dtype=form), mnp.full(2, 1, dtype=form),
-                mnp.arange(2, dtype=form), mnp.ones(2).astype(form),
+                mnp.arange(2, dtype=form), mnp.ones(2).astype(form), mnp.astype([1.0], form),
                 mt.lax.convert_element_type(mnp.ones(2), form), mnp.zeros_like([1.0], form)]
         for x in made:
             assert x.dtype == d and not x.weak_type, (label, x)

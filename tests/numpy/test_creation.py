@@ -477,6 +477,7 @@ TRACED = {
     "meshgrid": lambda x: mnp.meshgrid(mnp.full((2,), x), mnp.arange(3)),
     "indices": lambda x: mnp.indices((2, 3)),
     "from_dlpack": lambda x: mnp.from_dlpack(np.arange(3.0)) * x,
+    "astype": lambda x: mnp.astype(x, mnp.float16),
 }
 NOT_FUNCTIONS = {"number", "integer", "signedinteger", "unsignedinteger", "floating", "inexact",
                  "generic"}
