@@ -772,6 +772,8 @@ def test_special_binary(x64, data):
     check_grads(msp.xlog1py, (x, y), order=2)
     check_grads(msp.rel_entr, (x, y), order=2)
     check_grads(msp.kl_div, (x, y), order=2)
+    check_grads(lambda v, w: msp.zeta(v + 1.0, w), (x, y), order=2)
+    check_grads(lambda v: msp.polygamma(2, v), (x,), order=2)
     check_grads(lambda v: msp.multigammaln(v + 1.0, 3), (x,), order=2)
 
 
@@ -799,7 +801,7 @@ def test_xlogy_at_zero(x64):
 
 def test_every_special_function_is_covered():
     covered = (set(SPECIAL_UNARY) | {"betaln", "xlogy", "xlog1py", "multigammaln",
-                                     "rel_entr", "kl_div",
+                                     "rel_entr", "kl_div", "zeta", "polygamma",
                                      "logsumexp", "softmax", "log_softmax"})
     missing = set(msp.__all__) - covered
     assert not missing, f"mytorch.scipy.special functions without a derivative test: {missing}"

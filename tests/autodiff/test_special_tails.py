@@ -43,6 +43,12 @@ def _close(got, want, rtol, atol=0.0, what=""):
         assert abs(got - want) <= atol + rtol * abs(want), f"{what}: {got!r} != {want!r}"
 
 
+def _use(request, dtype):
+    """Turn x64 on for a float64 case (so the inputs stay float64)."""
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+
+
 def _fd_of_grad(f, x, h):
     """Central difference of mytorch's first derivative (for second derivatives)."""
     return (_grad(f, x + h) - _grad(f, x - h)) / (2 * h)
@@ -168,7 +174,8 @@ def test_ndtri_second_derivative(x64, p, x):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_ndtri_ends_and_outside(dtype):
+def test_ndtri_ends_and_outside(request, dtype):
+    _use(request, dtype)
     for p, value, slope in [(0.0, -INF, INF), (1.0, INF, INF)]:
         assert _value(special.ndtri, p, dtype) == value
         assert _grad(special.ndtri, p, dtype) == slope
@@ -196,7 +203,8 @@ def test_logit_value_and_derivatives(x64, p):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_logit_endpoints(dtype):
+def test_logit_endpoints(request, dtype):
+    _use(request, dtype)
     assert _value(special.logit, 0.0, dtype) == -INF
     assert _value(special.logit, 1.0, dtype) == INF
     assert _grad(special.logit, 0.0, dtype) == INF
@@ -247,7 +255,8 @@ def test_digamma_derivative_is_trigamma(x64, x, want):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("pole", [0.0, -1.0, -2.0, -7.0, -50.0])
-def test_digamma_at_the_poles(dtype, pole):
+def test_digamma_at_the_poles(request, dtype, pole):
+    _use(request, dtype)
     # values as SciPy: -inf at +0, +inf at -0, NaN at the negative integers; the
     # derivative is +inf (the two-sided limit of trigamma), not a large finite number
     if pole == 0.0:
@@ -418,7 +427,83 @@ def test_nanvar_nanstd_derivatives_skip_the_nans(x64, ddof):
 
 def test_floor_divide_has_zero_derivative_also_at_zero_divisor(x64):
     a, b = mnp.asarray([5.0, -7.0, 5.0, 0.0]), mnp.asarray([3.0, 2.0, 0.0, 0.0])
-    for f in (mnp.floor_divide, lambda u, v: mnp.divmod(u, v)[0]):
-        ga, gb = mt.grad(lambda u, v: mnp.sum(f(u, v)), argnums=(0, 1))(a, b)
+    for f in (lambda u, v: mnp.sum(mnp.floor_divide(u, v)),
+              lambda u, v: mnp.sum(mnp.divmod(u, v)[0])):
+        ga, gb = mt.grad(f, argnums=(0, 1))(a, b)
         np.testing.assert_array_equal(np.asarray(ga), np.zeros(4))
         np.testing.assert_array_equal(np.asarray(gb), np.zeros(4))
+
+
+# ---- polygamma and zeta --------------------------------------------------------------------
+PG_X = [-7.75, -2.3, -0.3, 1e-3, 0.5, 1.0, 3.7, 20.0, 1e4]
+POLYGAMMA = {  # SciPy's polygamma(n, PG_X)
+    1: [19.61814433435229, 14.725912160961292, 13.945160267805724, 1000001.6425331959,
+        4.93480220054468, 1.6449340668482266, 0.31003785767003833, 0.051270822935203124,
+        0.00010000500016666666],
+    2: [-124.03974558822777, 68.71379252927028, 67.63908119988314, -2000000002.3976321,
+        -16.828796644234316, -2.404113806319188, -0.09539530872855405, -0.0026281224023146543,
+        -1.0001000050000002e-08],
+    3: [1558.5419205916073, 768.9350646661426, 766.6198904191684, 6000000000006.467,
+        97.40909103400242, 6.493939402266829, 0.05827921795656364, 0.00026937422133963896,
+        2.0003000200000004e-12],
+    4: [-24481.576062438246, 9738.671736569251, 9731.83495623352, -2.400000000000002e+16,
+        -771.4742498266678, -24.88626612344089, -0.053038611107953965, -4.140597772639668e-05,
+        -6.0012001e-16],
+}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_polygamma_values_and_derivatives(x64, n):
+    x = mnp.asarray(np.array(PG_X))
+    np.testing.assert_allclose(np.asarray(special.polygamma(n, x)), POLYGAMMA[n], rtol=1e-12)
+    g = mt.vmap(mt.grad(lambda v: special.polygamma(n, v)))(x)
+    np.testing.assert_allclose(np.asarray(g), POLYGAMMA[n + 1], rtol=1e-12)
+    # digamma's derivatives are polygamma's
+    if n == 1:
+        np.testing.assert_allclose(np.asarray(mt.vmap(mt.grad(special.digamma))(x)),
+                                   POLYGAMMA[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_polygamma_poles_orders_and_dtypes(request, dtype):
+    _use(request, dtype)
+    for pole in (0.0, -1.0, -4.0):
+        assert _value(lambda v: special.polygamma(1, v), pole, dtype) == INF
+        assert _value(lambda v: special.polygamma(2, v), pole, dtype) == -INF
+        assert _grad(lambda v: special.polygamma(1, v), pole, dtype) == -INF
+    x = np.array(PG_X[4:8], dtype)
+    got = special.polygamma(np.array([[1], [2], [3]]), x)
+    want = np.array([POLYGAMMA[k][4:8] for k in (1, 2, 3)])
+    assert got.dtype == dtype
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    np.testing.assert_allclose(np.asarray(special.polygamma(0, x)),
+                               np.asarray(special.digamma(x)), rtol=0)
+    assert special.polygamma(1, np.float16(2.0)).dtype == np.float16
+    with pytest.raises(TypeError, match="polygamma: the order n must be concrete"):
+        mt.jit(special.polygamma)(1, 2.0)
+    with pytest.raises(ValueError, match="polygamma: the order n must be >= 0"):
+        special.polygamma(-1, 2.0)
+
+
+# s, q, zeta(s, q) (SciPy)
+ZETA = [
+    (2.0, 1.0, 1.6449340668482266),
+    (3.0, 0.3, 37.636268294363006),
+    (1.5, 2.0, 1.6123753486854886),
+    (10.0, 1000.0, 1.116119444426111e-28),
+    (4.5, 0.001, 31622776601684.836),
+    (2.0, 50.0, 0.020201333226697128),
+]
+
+
+def test_zeta(x64):
+    s, q, want = (np.array(c) for c in zip(*ZETA))
+    np.testing.assert_allclose(np.asarray(special.zeta(s, q)), want, rtol=1e-13)
+    # d/dq zeta(s, q) = -s zeta(s + 1, q)
+    g = mt.vmap(mt.grad(special.zeta, argnums=1))(mnp.asarray(s), mnp.asarray(q))
+    np.testing.assert_allclose(np.asarray(g), -s * np.asarray(special.zeta(s + 1, q)),
+                               rtol=1e-12)
+    check_grads(special.zeta, (np.array([2.5, 4.0]), np.array([0.7, 3.0])), order=2)
+    edge = special.zeta(np.array([1.0, 0.5, 2.0, 2.0, 2.0]), np.array([1.0, 1.0, 0.0, -3.0, -0.5]))
+    np.testing.assert_array_equal(np.asarray(edge), [INF, NAN, INF, INF, NAN])
+    np.testing.assert_allclose(float(special.zeta(2.0)), math.pi**2 / 6, rtol=1e-15)

@@ -1,6 +1,6 @@
 """Special functions (`jax.scipy.special`'s counterpart): logsumexp, softmax, the logistic
-pair, the error function family, the entropy terms, the gamma family and the normal
-distribution's CDF, its log and its inverse.
+pair, the error function family, the entropy terms, the gamma family (with polygamma and
+Hurwitz's zeta) and the normal distribution's CDF, its log and its inverse.
 
 Every function promotes its inputs to a float dtype (integers to the default float), works
 elementwise with NumPy broadcasting, and traces. float16/bfloat16 compute in float32 where
@@ -29,26 +29,10 @@ from mytorch.scipy.special._elementary import (
 from mytorch.scipy.special._gamma import betaln, digamma, gammaln, multigammaln
 from mytorch.scipy.special._logsumexp import log_softmax, logsumexp, softmax
 from mytorch.scipy.special._normal import log_ndtr, ndtr, ndtri
+from mytorch.scipy.special._zeta import polygamma, zeta
 
 __all__ = [
-    "betaln",
-    "digamma",
-    "entr",
-    "erf",
-    "erfc",
-    "erfinv",
-    "expit",
-    "gammaln",
-    "kl_div",
-    "log_ndtr",
-    "log_softmax",
-    "logit",
-    "logsumexp",
-    "multigammaln",
-    "ndtr",
-    "ndtri",
-    "rel_entr",
-    "softmax",
-    "xlog1py",
-    "xlogy",
+    "logsumexp", "softmax", "log_softmax", "expit", "logit", "erf", "erfc", "erfinv",
+    "gammaln", "digamma", "polygamma", "zeta", "betaln", "multigammaln", "xlogy", "xlog1py",
+    "entr", "rel_entr", "kl_div", "ndtr", "ndtri", "log_ndtr",
 ]
