@@ -15,6 +15,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core.array import Array
 from mytorch.custom_derivatives import custom_jvp
+from mytorch.errors import TracerArrayConversionError
 from mytorch.lax._utils import asarray
 from mytorch.scipy.special._util import _bcast, _cast, _inexact, _isnan, _like, _up, _where
 
@@ -127,7 +128,7 @@ def _static_order(n):
     if isinstance(n, Array):
         try:
             n = np.asarray(n)
-        except Exception:
+        except TracerArrayConversionError:
             raise TypeError("polygamma: the order n must be concrete (a Python int or a "
                             "concrete integer array), got an abstract "
                             f"{n.aval.str_short()}; pass it as a static argument") from None
