@@ -122,21 +122,24 @@ def _describe(tree, avals):
 
 def _check_same_outputs(op, name_a, name_b, tree_a, tree_b, avals_a, avals_b):
     """Raise a TypeError showing both sides when two branches' outputs disagree."""
-    problem = None
+    problem = fix = None
     if tree_a != tree_b:
         problem = "different tree structures"
+        fix = "return the same pytree (tuple/list/dict layout) from every branch"
     else:
         for k, (a, b) in enumerate(zip(avals_a, avals_b)):
             if a.shape != b.shape or a.dtype != b.dtype:
                 problem = (f"different types at leaf {k}: {a.str_short()} vs "
                            f"{b.str_short()}")
+                fix = (f"make {name_b} return {a.str_short()} there (e.g. with "
+                       f".astype(mnp.{a.dtype.name}), or mnp.broadcast_to for the shape)")
                 break
     if problem is not None:
         raise TypeError(
             f"{op}: the branches must return the same tree structure, shapes and dtypes, "
             f"but {name_a} and {name_b} have {problem}{where()}:\n"
             f"  {name_a} returns {_describe(tree_a, avals_a)}\n"
-            f"  {name_b} returns {_describe(tree_b, avals_b)}")
+            f"  {name_b} returns {_describe(tree_b, avals_b)}\nRevise the branches: {fix}.")
 
 
 def merge_branches(traced):
