@@ -18,12 +18,18 @@ non-finite values the unselected examples compute inside the branch, in the valu
 tangent or the cotangent, are cut off at both ends by selects, also when differentiated
 again. (JAX's batched cond does the same.) Linear bodies (a loop's tangent step) guard
 their linear inputs with zeros instead.
+
+Where the batch axis is explicit (a batching rule's own select), the batched operands of
+an example that skips the branch are moreover replaced by those of an example that takes
+it (`substitute`), so that the branch computes nothing there that the examples taking it
+do not also compute: no made-up NaN or inf in the values either (debug_nans stays quiet).
 """
 
 from mytorch.core import dtypes
 from mytorch.core.trace import aval_of
 
-__all__ = ["guard", "guard_linear", "keep_like", "may_differentiate"]
+__all__ = ["fed_dims", "feed", "first_true", "guard", "guard_linear", "keep_like",
+           "may_differentiate", "substitute"]
 
 
 def may_differentiate(x):
@@ -69,3 +75,50 @@ def guard_linear(keep, x):
     if not dtypes.is_float(a.dtype):
         return x
     return select_n(keep_like(keep, x), full(a.shape, 0, a.dtype), x)
+
+
+def first_true(keep):
+    """The first index where the (B,) bool `keep` holds (B where it holds nowhere): an
+    int32 scalar."""
+    import numpy as np
+
+    from mytorch.lax.elementwise import select_n
+    from mytorch.lax.reductions import reduce_min
+    from mytorch.lax.structural import full, iota
+
+    n = aval_of(keep).shape[0]
+    i32 = np.dtype(np.int32)
+    return reduce_min(select_n(keep, full((n,), n, i32), iota(i32, n)), (0,))
+
+
+def substitute(keep, x, donor):
+    """`x` (batched along 0) where the (B,) `keep` holds, else example `donor`'s value
+    (clamped into range) with a zero derivative."""
+    from mytorch.lax.elementwise import select_n, stop_gradient
+    from mytorch.lax.indexing import dynamic_index_in_dim
+    from mytorch.lax.structural import broadcast_in_dim
+
+    a = aval_of(x)
+    src = stop_gradient(x) if dtypes.is_float(a.dtype) else x
+    one = dynamic_index_in_dim(src, donor, 0, keepdims=False)
+    return select_n(keep_like(keep, x), broadcast_in_dim(one, a.shape, tuple(range(1, a.ndim))),
+                    x)
+
+
+def feed(keep, xs, dims, differentiated, size):
+    """The operands `xs` (batch dims `dims`, None for unbatched) of a branch or body that
+    every example runs but only those where the (B,) `keep` holds use: a batched operand
+    takes, where `keep` is false, the value of an example where it holds (`substitute`);
+    an unbatched one flagged in `differentiated` is broadcast and guarded; the others are
+    passed as they are. Operands that change are batched along 0 (see `fed_dims`)."""
+    from mytorch.lax._batching import bdim_at_front
+
+    donor = first_true(keep)
+    return [substitute(keep, bdim_at_front(x, d, size), donor) if d is not None else
+            guard(keep, bdim_at_front(x, d, size)) if g else x
+            for x, d, g in zip(xs, dims, differentiated, strict=True)]
+
+
+def fed_dims(dims, differentiated):
+    """The batch dims of `feed`'s results."""
+    return [0 if d is not None or g else d for d, g in zip(dims, differentiated, strict=True)]

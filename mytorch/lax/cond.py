@@ -15,9 +15,10 @@ unknown inputs and lets each branch return the residuals of all of them (zeros f
 it does not produce); the transpose is a cond of the branches' transposes with the same
 index. Under vmap an unbatched index batches each branch; a batched index becomes a cond
 that runs only the common branch when every example takes the same one, and otherwise
-evaluates every branch and selects per example; there the examples that did not take a
-branch feed it operands with a zero derivative (`_masking.guard`), so that a branch's
-non-finite derivative where it was not taken (log(0), sqrt(0)) never reaches a gradient.
+evaluates every branch and selects per example; there an example that did not take a
+branch feeds it the operands of one that did, with a zero derivative (`_masking`), so that
+neither the values nor the derivatives of a branch where it was not taken (log(0),
+sqrt(0)) reach a result or a gradient.
 """
 
 import numpy as np
@@ -31,7 +32,7 @@ from mytorch.core.source_info import where
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, not_mapped
-from mytorch.lax._masking import guard, keep_like, may_differentiate
+from mytorch.lax._masking import fed_dims, feed, keep_like, may_differentiate
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_call_jaxpr
@@ -363,45 +364,47 @@ def _cond_batching(axis, args, dims, *, branches):
         outs = cond_p.bind(index, *consts, *ops, branches=batched)
         return outs, [0] * n_out
     idx = bdim_at_front(index, dims[0], axis.size)
-    guarded = [may_differentiate(x) for x in ops]
-    every = (_Guarded(branches, axis, op_dims, guarded) if any(guarded)
-             else _Guarded.unguarded(batched, consts, axis, op_dims))
+    every = _EveryBranch(branches, axis, op_dims, [may_differentiate(x) for x in ops])
     return _select_batched(idx, batched, consts, ops, every), [0] * n_out
 
 
-class _Guarded:
-    """Every branch run by every example, where the examples that did not take it feed it
-    guarded operands (see `_masking`): those that may be differentiated, batched at 0."""
+class _EveryBranch:
+    """Every branch run by every example, where an example that did not take a branch
+    feeds it the batched operands of one that did, and operands that may be differentiated
+    with a zero derivative (`_masking.feed`)."""
 
-    def __init__(self, branches, axis, dims, guarded):
-        self.axis, self.dims, self.guarded = axis, dims, guarded
-        g_dims = [0 if g else d for d, g in zip(dims, guarded)]
-        self.batched = [batch_call_jaxpr(b, axis, g_dims, force_front=True,
+    def __init__(self, branches, axis, dims, differentiated):
+        self.size, self.dims, self.differentiated = axis.size, dims, differentiated
+        new_dims = fed_dims(dims, differentiated)
+        self.batched = [batch_call_jaxpr(b, axis, new_dims, force_front=True,
                                          name=f"{b.debug_name}_vmap")[:2] for b in branches]
 
-    @classmethod
-    def unguarded(cls, batched, consts, axis, dims):
-        """Nothing to guard (no operand may be differentiated): the batched branches."""
-        self = cls.__new__(cls)
-        self.axis, self.dims, self.guarded = axis, dims, [False] * len(dims)
-        self.batched = [(j, None) for j in batched]  # None: they take the cond's consts
-        return self
-
-    def outputs(self, i, cond_consts, ops):
-        """Each branch's outputs (batched at 0) given the batched (B,) index `i`."""
+    def outputs(self, i, ops):
+        """Each branch's outputs (batched at 0) given the batched (B,) index `i`. With more
+        than two branches, one that no example takes is not run (zeros stand in): it has
+        no example whose operands it could safely be fed."""
         from mytorch.lax.elementwise import eq
+        from mytorch.lax.reductions import reduce_or
+        from mytorch.lax.structural import full
 
-        ops = [bdim_at_front(x, d, self.axis.size) if g else x
-               for x, d, g in zip(ops, self.dims, self.guarded)]
         outs = []
-        for k, (j, consts) in enumerate(self.batched):
-            taken = eq(i, np.int32(k))
-            xs = [guard(taken, x) if g else x for x, g in zip(ops, self.guarded)]
-            outs.append(eval_jaxpr(j, [], *(cond_consts if consts is None else consts), *xs))
+        for n, (j, consts) in enumerate(self.batched):
+            def run(i, *ops, n=n, j=j, consts=consts):
+                fed = feed(eq(i, np.int32(n)), list(ops), self.dims, self.differentiated,
+                           self.size)
+                return eval_jaxpr(j, [], *consts, *fed)
+
+            def skip(i, *ops, j=j):
+                return [full(v.aval.shape, 0, v.aval.dtype) for v in j.outvars]
+
+            if len(self.batched) == 2:  # both are taken, or this cond is not run
+                outs.append(run(i, *ops))
+            else:
+                outs.append(cond(reduce_or(eq(i, np.int32(n)), (0,)), run, skip, i, *ops))
         return outs
 
 
-def _select_batched(idx, batched, consts, ops, guarded):
+def _select_batched(idx, batched, consts, ops, every):
     """Per-example branch choice by the (B,) int32 `idx`: a cond that runs branch k alone
     when every example takes k, else every branch with a select_n per output."""
     from mytorch.lax.elementwise import eq, select_n
@@ -415,7 +418,7 @@ def _select_batched(idx, batched, consts, ops, guarded):
         return lambda i, *xs: eval_jaxpr(b, [], *xs)
 
     def select_all(i, *xs):
-        per_branch = guarded.outputs(i, xs[:n_consts], xs[n_consts:])
+        per_branch = every.outputs(i, xs[n_consts:])
         return [select_n(keep_like(i, o[0]), *o) for o in zip(*per_branch, strict=True)]
 
     funs = [one(b) for b in batched] + [select_all]

@@ -23,11 +23,11 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_frame, where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
-from mytorch.lax._masking import guard, guard_linear, may_differentiate
 from mytorch.lax._carry import (
     LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
 )
-from mytorch.lax._utils import asarray
+from mytorch.lax._masking import fed_dims, feed, guard, guard_linear, may_differentiate
+from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
@@ -90,14 +90,12 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoint_every, names):
         if not callable(fn):
             raise TypeError(f"{names.op}: {what} must be callable, got "
                             f"{describe_value(fn)}{call_site}")
-    leaves, in_tree = tree_util.tree_flatten(init_val)
-    leaves = [asarray(x) for x in leaves]
+    leaves, in_tree = leaves_as_arrays(init_val, f"{names.op}: {names.init}")
 
     def trace_body(avals):
         def flat_body(*xs):
             out = body_fun(tree_util.tree_unflatten(in_tree, xs))
-            out_leaves, tree = tree_util.tree_flatten(out)
-            out_leaves = [asarray(x) for x in out_leaves]
+            out_leaves, tree = leaves_as_arrays(out, f"{names.op}: {names.fun}'s carry")
             check_carry_tree(names, in_tree, avals, tree, [aval_of(x) for x in out_leaves],
                              call_site)
             return out_leaves
@@ -315,11 +313,11 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
         return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:],
                               pred_batched)]
 
-    # a finished element keeps running the body: where it may be differentiated, it feeds
-    # the body guarded consts and carries, so its results' derivative cannot reach ours
-    guard_bc = [pred_batched and may_differentiate(x) for x in bc]
-    guarding = any(guard_bc) or (pred_batched and any(map(may_differentiate, [*cc, *carry])))
-    body_dims = [0 if g else d for d, g in zip(bc_dims, guard_bc)]
+    # a finished element keeps running the body: it feeds the body a running element's
+    # consts and carries, and weights that may be differentiated with a zero derivative,
+    # so neither its values nor its derivatives there reach ours (see `_masking`)
+    differentiated = [may_differentiate(x) for x in bc] + [False] * len(carry)
+    body_dims = fed_dims([*bc_dims, *cdims], differentiated)
 
     def new_body(*xs):
         c, xs = (xs[:n_cc], xs[n_cc:]) if pred_batched else ((), xs)
@@ -327,12 +325,8 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
         if not pred_batched:
             return _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
         pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
-        b_in, c_in = b, old
-        if guarding:
-            b_in = [guard(pred, bdim_at_front(x, d, axis.size)) if g else x
-                    for x, d, g in zip(b, bc_dims, guard_bc)]
-            c_in = [guard(pred, x) if d is not not_mapped else x for x, d in zip(old, cdims)]
-        new = _batched_body(body_jaxpr, axis, body_dims, cdims, b_in, c_in)
+        fed = feed(pred, [*b, *old], [*bc_dims, *cdims], differentiated, axis.size)
+        new = _batched_body(body_jaxpr, axis, body_dims[:n_bc], cdims, fed[:n_bc], fed[n_bc:])
         return _masked(pred, new, old)
 
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,

@@ -27,7 +27,7 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
-from mytorch.lax._masking import guard_linear
+from mytorch.lax._masking import fed_dims, feed, guard_linear
 from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
 from mytorch.transforms.batching import batch_flat
@@ -116,8 +116,14 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
 
     def new_body(*xs):
         c, b, old = xs[:n_cc], xs[n_cc:n_cc + n_bc], list(xs[n_cc + n_bc:])
-        outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), [*b, *old],
-                              [*bc_dims, *cdims], axis, "while_tape_body")
+        ins, in_dims = [*b, *old], [*bc_dims, *cdims]
+        if pred_batched:  # a finished element runs the body on a running one's operands,
+            # so the rows it records are values a real step computed (see `_masking`)
+            pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
+            no_grad = [False] * len(ins)
+            ins, in_dims = feed(pred, ins, in_dims, no_grad, size), fed_dims(in_dims, no_grad)
+        outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), ins, in_dims, axis,
+                              "while_tape_body")
         new = [o if d is not_mapped and cd is not_mapped else bdim_at_front(o, d, size)
                for o, d, cd in zip(outs[:num_carry], od, cdims)]
         rows = [bdim_at_front(o, d, size) for o, d in zip(outs[num_carry:], od[num_carry:])]
@@ -125,7 +131,6 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
             rows.append(full((size,), True, np.dtype(np.bool_)))
         if not pred_batched:  # every element of this axis runs every step
             return [*new, *rows]
-        pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
         # an element of this axis that is done keeps its carry; the mask (already per
         # element of the inner axes, whose own masking runs inside) says so too
         rows[-1] = rows[-1] & broadcast_in_dim(pred, (size, *batch_shape), (0,))
