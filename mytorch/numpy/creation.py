@@ -16,7 +16,8 @@ from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, is_python_scalar, scalar_array
 from mytorch.core.trace import Tracer
-from mytorch.errors import ConcretizationTypeError
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, broadcast_to_shape, result_type
 from mytorch.numpy.introspection import (
     _as_np_dtype, can_cast, dtype, finfo, isdtype, floating, generic, iinfo, inexact, integer, isscalar,
@@ -387,7 +388,8 @@ def _insert_axis(axis, ndim, name):
     """A position in [0, ndim] for a new axis (negative counts from the end)."""
     axis = operator.index(axis)
     if not -ndim - 1 <= axis <= ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for a result of rank {ndim + 1}")
+        raise user_error(AxisError,
+                         f"{name}: axis {axis} is out of bounds for a result of rank {ndim + 1}")
     return axis + ndim + 1 if axis < 0 else axis
 
 

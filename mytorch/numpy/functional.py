@@ -3,6 +3,8 @@ once) and apply_over_axes."""
 
 import operator
 
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError
 from mytorch.numpy.creation import asarray
 from mytorch.numpy.shapes import expand_dims
 
@@ -22,8 +24,8 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
         raise ValueError("apply_along_axis: arr must have at least one dimension")
     axis = operator.index(axis)
     if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"apply_along_axis: axis {axis} is out of bounds for "
-                         f"{x.aval.str_short()}")
+        raise user_error(AxisError, f"apply_along_axis: axis {axis} is out of bounds for "
+                                    f"{x.aval.str_short()}")
     axis %= x.ndim
     f = lambda v: func1d(v, *args, **kwargs)  # noqa: E731
     for i in range(1, x.ndim - axis):  # axes after `axis`, innermost first

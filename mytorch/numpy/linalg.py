@@ -9,6 +9,8 @@ import operator
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError
 from mytorch.numpy import manipulation as _manip
 from mytorch.numpy import products as _products
 from mytorch.numpy._promote import asarray_any
@@ -57,7 +59,8 @@ def _norm_axes(name, axis, x):
             raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
                 from None
         if not -x.ndim <= a < x.ndim:
-            raise ValueError(f"{name}: axis {a} is out of bounds for {_s(x)} (rank {x.ndim})")
+            raise user_error(AxisError,
+                             f"{name}: axis {a} is out of bounds for {_s(x)} (rank {x.ndim})")
         out.append(a % x.ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: duplicate axes in {axis!r} for {_s(x)}")

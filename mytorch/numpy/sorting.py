@@ -20,7 +20,8 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array
-from mytorch.errors import ConcretizationTypeError
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._promote import broadcast_shapes, promote_dtypes
 from mytorch.numpy._reduce_util import (
     _arr, _axes, _bcast, _cast, _full, _inexact, _isnan, _ravel, _select, _slice_axis,
@@ -39,8 +40,8 @@ def _sort_input(name, a, axis):
     if axis is None:
         return _ravel(x), 0
     if x.ndim == 0:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for the 0-d "
-                         f"{x.aval.str_short()}; use axis=None or reshape it first")
+        raise user_error(AxisError, f"{name}: axis {axis} is out of bounds for the 0-d "
+                                    f"{x.aval.str_short()}; use axis=None or reshape it first")
     if isinstance(axis, (tuple, list)):
         raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
     return x, _axes(name, x, axis)[0]

@@ -13,7 +13,8 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, from_numpy
-from mytorch.errors import ConcretizationTypeError
+from mytorch.core.source_info import user_error
+from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._index_lowering import (
     _Gather, _IDX, _arr, _as_index, _broadcast_values, _concrete, _modulo, _s, _update,
     _wrap_negative,
@@ -33,7 +34,8 @@ def _axis(name, axis, x):
     except TypeError:
         raise TypeError(f"{name}: axis must be an int, got {axis!r}") from None
     if not -x.ndim <= ax < x.ndim:
-        raise ValueError(f"{name}: axis {ax} is out of bounds for {_s(x)} (rank {x.ndim})")
+        raise user_error(AxisError,
+                         f"{name}: axis {ax} is out of bounds for {_s(x)} (rank {x.ndim})")
     return ax % x.ndim
 
 
