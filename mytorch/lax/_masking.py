@@ -99,6 +99,8 @@ def substitute(keep, x, donor):
     from mytorch.lax.structural import broadcast_in_dim
 
     a = aval_of(x)
+    if a.shape[0] == 0:  # no examples: none to substitute
+        return x
     src = stop_gradient(x) if dtypes.is_float(a.dtype) else x
     one = dynamic_index_in_dim(src, donor, 0, keepdims=False)
     return select_n(keep_like(keep, x), broadcast_in_dim(one, a.shape, tuple(range(1, a.ndim))),

@@ -214,6 +214,18 @@ def test_every_example_taking_one_branch_runs_that_branch_alone():
     np.testing.assert_allclose(float(got), want, rtol=1e-5)
 
 
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_an_empty_batch(case):
+    xs = np.zeros((0,), np.float32)
+
+    def loss(w):
+        return mt.vmap(case.fn, (None, 0))(w, xs).sum()
+
+    assert mt.vmap(case.fn, (None, 0))(W, xs).shape == (0,)
+    for g in (mt.grad(loss), mt.jit(mt.grad(loss))):
+        assert float(g(W)) == 0.0
+
+
 # ---- while_loop: finished examples keep running the body -----------------------------
 def _sqrt_loop(every=None):
     """sum_{k < n} sqrt(w (n - k)): sqrt(0) once an example's k reaches its n."""
@@ -239,6 +251,7 @@ EVERY = [None, 1, 2, 3]
 @example(ns=[1, 3, 2])  # the issue's example
 @example(ns=[2, 2, 2])  # every example finishes at once
 @example(ns=[0, 0])  # none runs
+@example(ns=[])  # an empty batch
 def test_grad_of_vmapped_while_matches_the_closed_form(every, ns):
     # f(w) = sqrt(w) * S, S = sum over examples of sum_{j=1..n} sqrt(j)
     ns = np.array(ns, np.float32)
