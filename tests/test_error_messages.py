@@ -142,6 +142,8 @@ def test_traced_shapes_say_shapes_must_be_static():
     for fn in (lambda: mt.jit(lambda x, n: x.reshape(n))(A, 12),
                lambda: mt.jit(lambda x, n: mnp.broadcast_to(x, (n, 3, 4)))(A, 2),
                lambda: mt.jit(lambda n: mnp.eye(n))(3),
+               lambda: mt.jit(lambda n: mnp.zeros((n, 2)))(3),
+               lambda: mt.jit(lambda n: mnp.full(n, 1.0))(3),
                lambda: mt.jit(lambda n: [i for i in range(n)])(3)):
         err = check(fn, ConcretizationTypeError, "must be static", "static_argnums",
                     "i32[]", "jit(<lambda>)")

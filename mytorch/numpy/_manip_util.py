@@ -56,7 +56,7 @@ def static_shape(op, shape):
     try:
         dims = tuple(dims)
     except TypeError:
-        raise user_error(TypeError, f"{op}: a shape must be an int or a sequence of ints, "
+        raise user_error(TypeError, f"{op}: shape must be an int or a tuple of ints, "
                                     f"got {shape!r}") from None
     out = []
     for i, d in enumerate(dims):
@@ -69,7 +69,7 @@ def static_shape(op, shape):
         try:
             out.append(operator.index(d))
         except TypeError:
-            raise user_error(TypeError, f"{op}: a shape must be an int or a sequence of "
+            raise user_error(TypeError, f"{op}: shape must be an int or a tuple of "
                                         f"ints, got {shape!r}") from None
     return tuple(out)
 

@@ -36,22 +36,14 @@ __all__ = [
 
 # ---- helpers ----------------------------------------------------------------------------
 def _shape(shape, name):
-    """A tuple of non-negative Python ints; clear errors otherwise."""
-    if isinstance(shape, Tracer):
-        raise ConcretizationTypeError(
-            f"{name}: the shape must be static, got an abstract {shape.aval.str_short()}. "
-            "Pass a tuple of Python ints (mark it static with static_argnums)"
-        )
-    try:
-        dims = (operator.index(shape),)
-    except TypeError:
-        try:
-            dims = tuple(operator.index(d) for d in shape)
-        except TypeError:
-            raise TypeError(f"{name}: shape must be an int or a tuple of ints, got {shape!r}"
-                            ) from None
+    """A tuple of non-negative Python ints; clear errors otherwise (a traced entry: shapes
+    must be static)."""
+    from mytorch.numpy._manip_util import static_shape  # noqa: PLC0415
+
+    dims = static_shape(name, shape)
     if any(d < 0 for d in dims):
-        raise ValueError(f"{name}: negative dimensions are not allowed, got shape {dims}")
+        raise user_error(ValueError,
+                         f"{name}: negative dimensions are not allowed, got shape {dims}")
     return dims
 
 
