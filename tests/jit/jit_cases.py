@@ -456,7 +456,17 @@ def _custom(fn):
 
 
 def _custom_lin(draw, dts):
-    return mt.grad(lambda x: mnp.sum(mt.jit(clip_grad)(x))), [_floats(draw, dts)]
+    # a fresh function per draw: jit's cached JVP of an earlier draw would bind nothing
+    return mt.grad(lambda x: mnp.sum(mt.jit(lambda v: clip_grad(v))(x))), [_floats(draw, dts)]
+
+
+def _named(draw, dts):
+    name = mt.ad_checkpoint.checkpoint_name
+    policy = mt.checkpoint_policies.save_only_these_names("h")
+    block = mt.checkpoint(lambda x: mnp.sin(name(mnp.cos(x), "h")) * 2.0, policy=policy)
+    f = draw(st.sampled_from([lambda x: name(x * 3.0, "h") + x,
+                              mt.grad(lambda x: mnp.sum(block(x)))]))
+    return f, [_floats(draw, dts)]
 
 
 def _jit(draw, dts):
@@ -544,7 +554,7 @@ CASES = {
     "conv_general_dilated": [_conv],
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
-    "custom_lin": [_custom_lin], "jit": [_jit], "debug_callback": [_debug_callback],
+    "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit], "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
     "while": [_while], "while_tape": [_while_grad], "tape_scan": [_while_grad],
 }
