@@ -393,3 +393,28 @@ def test_debug_nans_sees_no_step_of_a_finished_example(debug_nans, every):
     per = mt.vmap(mt.grad(f), (None, 0))(w, ns)
     np.testing.assert_allclose(float(np.sum(np.asarray(per))), s / (2 * math.sqrt(w)),
                                rtol=1e-5)
+
+
+def test_a_while_loop_in_the_branch_an_example_skips():
+    # x <= 0 skips the loop branch, whose sqrt(w (x - k)) is sqrt(0) at its last step for
+    # an integer x and sqrt of a negative number for x < 0
+    def inner(w, n):
+        def body(s):
+            return s[0] + 1, s[1] + mnp.sqrt(w * (n - s[0]))
+        return lax.while_loop(lambda s: s[0] < n, body, (0.0, 0.0))[1]
+
+    def f(w, x):
+        return lax.cond(x > 0, lambda: inner(w, x), lambda: w * x)
+
+    xs = np.array([0.0, 2.0, -1.0, 3.0], np.float32)
+
+    def loss(w):
+        return mt.vmap(f, (None, 0))(w, xs).sum()
+
+    w = 2.0
+    want = _sqrt_sums([2, 3]) / (2 * math.sqrt(w)) - 1.0  # d/dw of w*x summed: -1
+    for g in (mt.grad(loss), mt.jit(mt.grad(loss))):
+        np.testing.assert_allclose(float(g(w)), want, rtol=1e-5)
+    for per in (mt.vmap(mt.grad(f), (None, 0))(w, xs),
+                mt.jit(mt.vmap(mt.grad(f), (None, 0)))(w, xs)):
+        np.testing.assert_allclose(float(np.sum(np.asarray(per))), want, rtol=1e-5)
