@@ -43,6 +43,7 @@ NUMPY_CASES = [
     (lambda: mnp.dot(A, B), TypeError, "dot", "f32[3,4]", "f32[5,2]"),
     (lambda: mnp.tensordot(A, B, 1), TypeError, "tensordot", "f32[3,4]", "f32[5,2]"),
     (lambda: mnp.inner(A, B), TypeError, "inner", "f32[3,4]"),
+    (lambda: mnp.einsum("ij,jk", A, B), ValueError, "einsum", "'j'"),
     (lambda: mnp.reshape(A, (5,)), TypeError, "reshape", "f32[3,4]", "(5,)"),
     (lambda: A.reshape(5, -1), TypeError, "reshape", "f32[3,4]"),
     (lambda: mnp.reshape(A, (-1, -1)), TypeError, "reshape", "(-1, -1)"),

@@ -22,6 +22,7 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array
+from mytorch.core.source_info import user_error
 from mytorch.numpy._promote import asarray_any, promote_dtypes
 
 __all__ = ["einsum", "einsum_path"]
@@ -52,7 +53,7 @@ def _interleaved(args):
             elif isinstance(s, (int, np.integer)) and 0 <= s < len(_LETTERS):
                 chars.append(_LETTERS[int(s)])
             else:
-                raise ValueError(
+                raise user_error(ValueError,
                     f"einsum: sublist labels must be ints in [0, 52) or ..., got {s!r}")
         return "".join(chars)
 
@@ -65,22 +66,23 @@ def _interleaved(args):
 def _split_term(term, ndim, k):
     """Labels of one operand's term, with '.' marking where ellipsis dims go."""
     if term.count("...") > 1 or term.replace("...", "").count("."):
-        raise ValueError(f"einsum: subscripts {term!r} of operand {k} have a misplaced '.'")
+        raise user_error(ValueError,
+            f"einsum: subscripts {term!r} of operand {k} have a misplaced '.'")
     bad = [c for c in term.replace("...", "") if c in _RESERVED]
     if bad:
-        raise ValueError(
+        raise user_error(ValueError,
             f"einsum: a label may be any character but ',', '-', '>' and '.' (besides "
             f"'...'), got {bad[0]!r} in {term!r}"
         )
     named = len(term.replace("...", ""))
     if "..." in term:
         if named > ndim:
-            raise ValueError(
+            raise user_error(ValueError,
                 f"einsum: operand {k} has rank {ndim} but subscripts {term!r} name {named} axes"
             )
         return term.replace("...", "."), ndim - named
     if named != ndim:
-        raise ValueError(
+        raise user_error(ValueError,
             f"einsum: operand {k} has rank {ndim} but subscripts {term!r} name {named} axes; "
             "use '...' for the leading axes to broadcast"
         )
@@ -90,11 +92,12 @@ def _split_term(term, ndim, k):
 def _parse(subscripts, shapes):
     text = subscripts.replace(" ", "")
     if text.count("->") > 1:
-        raise ValueError(f"einsum: subscripts {subscripts!r} contain more than one '->'")
+        raise user_error(ValueError,
+            f"einsum: subscripts {subscripts!r} contain more than one '->'")
     ins, arrow, out = text.partition("->")
     in_terms = ins.split(",")
     if len(in_terms) != len(shapes):
-        raise ValueError(
+        raise user_error(ValueError,
             f"einsum: subscripts {subscripts!r} name {len(in_terms)} operands but "
             f"{len(shapes)} were given"
         )
@@ -109,7 +112,7 @@ def _parse(subscripts, shapes):
     if arrow:
         _split_term(out, len(out.replace("...", "")) + n_ell * ("..." in out), "output")
         if n_ell and "..." not in out:
-            raise ValueError(
+            raise user_error(ValueError,
                 f"einsum: the operands have broadcast ('...') dims but the output "
                 f"{out!r} has no '...' to place them"
             )
@@ -127,10 +130,11 @@ def _parse(subscripts, shapes):
 
 def _check_output(out, terms, subscripts):
     if len(set(out)) != len(out):
-        raise ValueError(f"einsum: the output subscripts of {subscripts!r} repeat a label")
+        raise user_error(ValueError,
+            f"einsum: the output subscripts of {subscripts!r} repeat a label")
     missing = set(out) - set("".join(terms))
     if missing:
-        raise ValueError(
+        raise user_error(ValueError,
             f"einsum: output label {sorted(missing)[0]!r} of {subscripts!r} is in no operand"
         )
 
@@ -144,7 +148,7 @@ def _label_sizes(terms, shapes, subscripts):
             if old is None or old == 1:
                 sizes[c] = d
             elif d not in (1, old):
-                raise ValueError(
+                raise user_error(ValueError,
                     f"einsum: label {c!r} of {subscripts!r} has size {old} in one operand but "
                     f"{d} in operand {k} (shape {tuple(shape)})"
                 )
@@ -222,7 +226,7 @@ def _path_for(spec, terms, optimize):
         return _left_to_right_path(n)
     if optimize is True or optimize in ("greedy", "optimal", "auto"):
         return _greedy_path(terms, spec.out, spec.sizes)
-    raise ValueError(
+    raise user_error(ValueError,
         f"einsum: optimize must be True, False, 'greedy' or a path from einsum_path, got "
         f"{optimize!r}"
     )
@@ -232,13 +236,13 @@ def _check_path(path, n):
     for p in path:
         if len(p) != 2 or not all(isinstance(i, (int, np.integer)) and 0 <= i < n for i in p) \
                 or p[0] == p[1]:
-            raise ValueError(
+            raise user_error(ValueError,
                 f"einsum: path step {p!r} must be a pair of distinct operand positions "
                 f"below {n} (mytorch contracts two operands at a time)"
             )
         n -= 1
     if n != 1:
-        raise ValueError(f"einsum: the path {path!r} does not contract every operand")
+        raise user_error(ValueError, f"einsum: the path {path!r} does not contract every operand")
 
 
 def _path_cost(terms, out, sizes, path):
@@ -374,7 +378,7 @@ def einsum(subscripts, *operands, optimize=True, precision=None, preferred_eleme
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved((subscripts,) + operands)
     if not operands:
-        raise ValueError("einsum: needs at least one operand")
+        raise user_error(ValueError, "einsum: needs at least one operand")
     arrays = promote_dtypes("einsum", *[asarray_any(o) for o in operands])
     spec = _parse(subscripts, [a.shape for a in arrays])
     dtype = arrays[0].dtype
