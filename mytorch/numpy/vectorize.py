@@ -191,6 +191,8 @@ def piecewise(x, condlist, funclist, *args, **kw):
     if conds.dtype != bool:
         conds = lax.ne(conds, 0)
     nc, nf = conds.shape[0], len(funclist)
+    if x.size == 0 and nf in (nc, nc + 1):
+        return zeros_like(x)  # no element picks a function
     if nf == nc + 1:
         funcs = [funclist[-1], *funclist[:-1]]
     elif nf == nc:
