@@ -241,7 +241,8 @@ class JitFunction:
         avals = tuple(_struct_aval(x) if abstract and _is_struct(x) else aval_of(x)
                       for x in leaves)
         donated = self._donated_leaves(args, static_nums, dyn_kwargs) if self._donate else ()
-        device = leaves[0].device if leaves and type(leaves[0]) is ArrayImpl else None
+        device = leaves[0].device if leaves and type(leaves[0]) is ArrayImpl else (
+            default_device() if abstract and leaves and _is_struct(leaves[0]) else None)
         key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
                tuple(static_vals), donated, device, config.values())
         entry = self._entries.get(key)

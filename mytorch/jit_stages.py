@@ -12,7 +12,7 @@ from mytorch.core import tree_util
 from mytorch.core.array import ArrayImpl
 from mytorch.core.trace import to_concrete
 
-__all__ = ["ArgInfo", "Traced", "Lowered"]
+__all__ = ["ArgInfo", "Lowered", "Traced"]
 
 
 class ArgInfo:
