@@ -305,7 +305,11 @@ def test_jit_called_repeatedly_traces_once(compiles):
 
 # ---- random programs -----------------------------------------------------------------------
 def _close(got, want, **tol):
-    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+    """Values within tolerance; against eager results (arrays), the same dtypes and weak
+    types too."""
+    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want), strict=True):
+        if isinstance(w, mt.Array):
+            assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type), (g.aval, w.aval)
         g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
         assert g.shape == w.shape, (g.shape, w.shape)
         scale = max(1.0, float(np.max(np.abs(w[np.isfinite(w)]), initial=0.0)))
