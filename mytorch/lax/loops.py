@@ -20,7 +20,7 @@ from mytorch.core.trace import Tracer, aval_of
 from mytorch.lax._carry import (
     LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
 )
-from mytorch.lax._utils import asarray
+from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.scan import scan_p
 from mytorch.transforms.closure import trace_closed_over
 
@@ -91,10 +91,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
 
 def _scan(f, init, xs, length, reverse, unroll, names):
     call_site = where()
-    init_leaves, init_tree = tree_util.tree_flatten(init)
-    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
-    init_leaves = [asarray(x) for x in init_leaves]
-    xs_leaves = [asarray(x) for x in xs_leaves]
+    init_leaves, init_tree = leaves_as_arrays(init, f"{names.op}: {names.init}")
+    xs_leaves, xs_tree = leaves_as_arrays(xs, f"{names.op}: xs")
     length = _scan_length(names, xs_leaves, length)
     unroll = _unroll_steps(names, unroll, length)
     x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type)
@@ -111,13 +109,12 @@ def _scan(f, init, xs, length, reverse, unroll, names):
             if not isinstance(out, tuple) or len(out) != 2:
                 raise TypeError(f"{names.op}: {names.fun} must return a pair (carry, y), got "
                                 f"{describe_value(out)}{call_site}")
-            c_leaves, c_tree = tree_util.tree_flatten(out[0])
-            c_leaves = [asarray(c) for c in c_leaves]
+            c_leaves, c_tree = leaves_as_arrays(out[0], f"{names.op}: {names.fun}'s carry")
             check_carry_tree(names, init_tree, carry_avals, c_tree,
                              [aval_of(c) for c in c_leaves], call_site)
-            y_leaves, y_tree = tree_util.tree_flatten(out[1])
+            y_leaves, y_tree = leaves_as_arrays(out[1], f"{names.op}: {names.fun}'s output")
             trees.append(y_tree)
-            return [*c_leaves, *[asarray(y) for y in y_leaves]]
+            return [*c_leaves, *y_leaves]
 
         jaxpr, consts = trace_closed_over(body, [*carry_avals, *x_avals], name)
         return (jaxpr, consts, trees[0]), [v.aval for v in jaxpr.outvars[:n_carry]]
@@ -197,7 +194,7 @@ def _fori_bounds(lower, upper):
     from mytorch.lax.elementwise import convert_element_type
 
     a, b = aval_of(lower), aval_of(upper)
-    for bound, av in ((lower, a), (upper, b)):
+    for av in (a, b):
         if av.shape != () or not dtypes.is_int(av.dtype):
             raise TypeError(f"fori_loop: lower and upper must be 0-d integers, got "
                             f"{a.str_short()} and {b.str_short()}{where()}")
@@ -256,9 +253,10 @@ def _vmapped(f, tree, leaves, size):
     trees = []
 
     def flat(*ls):
-        out_leaves, out_tree = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, ls)))
+        out_leaves, out_tree = leaves_as_arrays(f(tree_util.tree_unflatten(tree, ls)),
+                                                "map: f's output")
         trees.append(out_tree)
-        return [asarray(o) for o in out_leaves]
+        return out_leaves
 
     outs, dims = batch_flat(flat, leaves, [0] * len(leaves), BatchAxis(size, None), "lax.map")
     return [bdim_at_front(o, d, size) for o, d in zip(outs, dims)], trees[0]
@@ -276,8 +274,7 @@ def _batched_map(f, xs, batch_size):
                         f"{where()}") from None
     if batch_size < 0:
         raise ValueError(f"map: batch_size must be non-negative, got {batch_size}{where()}")
-    leaves, tree = tree_util.tree_flatten(xs)
-    leaves = [asarray(x) for x in leaves]
+    leaves, tree = leaves_as_arrays(xs, "map: xs")
     n = _scan_length(_MAP, leaves, None)
     n_batches, rest = divmod(n, batch_size) if batch_size else (0, n)
     full = n_batches * batch_size

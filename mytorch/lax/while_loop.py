@@ -26,7 +26,7 @@ from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._carry import (
     LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
 )
-from mytorch.lax._masking import fed_dims, feed, guard, guard_linear, may_differentiate
+from mytorch.lax._masking import fed_dims, feed, guard, guard_linear
 from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
@@ -314,10 +314,9 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
                               pred_batched)]
 
     # a finished element keeps running the body: it feeds the body a running element's
-    # consts and carries, and weights that may be differentiated with a zero derivative,
-    # so neither its values nor its derivatives there reach ours (see `_masking`)
-    differentiated = [may_differentiate(x) for x in bc] + [False] * len(carry)
-    body_dims = fed_dims([*bc_dims, *cdims], differentiated)
+    # batched consts and carries (with a zero derivative), so it computes nothing, value
+    # or derivative, that the running element does not (see `_masking`)
+    body_dims = fed_dims(bc_dims)
 
     def new_body(*xs):
         c, xs = (xs[:n_cc], xs[n_cc:]) if pred_batched else ((), xs)
@@ -325,8 +324,8 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
         if not pred_batched:
             return _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
         pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
-        fed = feed(pred, [*b, *old], [*bc_dims, *cdims], differentiated, axis.size)
-        new = _batched_body(body_jaxpr, axis, body_dims[:n_bc], cdims, fed[:n_bc], fed[n_bc:])
+        fed = feed(pred, [*b, *old], [*bc_dims, *cdims], axis.size)
+        new = _batched_body(body_jaxpr, axis, body_dims, cdims, fed[:n_bc], fed[n_bc:])
         return _masked(pred, new, old)
 
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,

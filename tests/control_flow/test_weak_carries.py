@@ -302,3 +302,17 @@ def test_map_batch_size_errors():
         lax.map(lambda v: v, x32, batch_size=-1)
     with pytest.raises(TypeError, match="map: batch_size must be an int"):
         lax.map(lambda v: v, x32, batch_size=1.5)
+
+
+def test_map_batch_size_under_grad_jit_vmap(x64):
+    xs = mnp.asarray(np.linspace(-1.0, 2.0, 5))
+
+    def f(w):
+        return lax.map(lambda v: mnp.sin(v * w), xs, batch_size=2).sum()
+
+    check_grads(f, (np.asarray(1.5),), order=2)
+    np.testing.assert_allclose(float(mt.jit(mt.grad(f))(1.5)), float(mt.grad(f)(1.5)),
+                               rtol=1e-12)
+    ws = mnp.asarray([0.5, 2.0])
+    got = mt.vmap(lambda w: lax.map(lambda v: v * w, xs, batch_size=3))(ws)
+    np.testing.assert_allclose(np.asarray(got), np.outer(np.asarray(ws), np.asarray(xs)))
