@@ -750,7 +750,8 @@ SPECIAL_UNARY = {
     "expit": interval(-4, 4), "logit": interval(0.1, 0.9), "erf": interval(-2, 2),
     "erfc": interval(-2, 2), "erfinv": interval(-0.9, 0.9), "gammaln": interval(0.3, 6),
     "digamma": interval(0.3, 6), "entr": interval(0.2, 3), "ndtr": interval(-3, 3),
-    "ndtri": interval(0.05, 0.95), "log_ndtr": interval(-4, 4),
+    "ndtri": interval(0.05, 0.95), "log_ndtr": interval(-4, 4), "i0": interval(-4, 4),
+    "i0e": interval(0.2, 4), "i1": interval(-4, 4), "i1e": interval(0.2, 4),
 }
 
 

@@ -1,6 +1,7 @@
 """Special functions (`jax.scipy.special`'s counterpart): logsumexp, softmax, the logistic
-pair, the error function family, the entropy terms, the gamma family (with polygamma and
-Hurwitz's zeta) and the normal distribution's CDF, its log and its inverse.
+pair, the error function family, the entropy terms, the Bessel functions i0 and i1 (and
+their scaled forms), the gamma family (with polygamma and Hurwitz's zeta) and the normal
+distribution's CDF, its log and its inverse.
 
 Every function promotes its inputs to a float dtype (integers to the default float), works
 elementwise with NumPy broadcasting, and traces. float16/bfloat16 compute in float32 where
@@ -14,6 +15,7 @@ carries a closed-form `custom_jvp` rule, itself safe to differentiate again.
     logsumexp(f32[3,4], axis=1) -> f32[3]     ndtri(f32[5]) -> f32[5]
 """
 
+from mytorch.scipy.special._bessel import i0, i0e, i1, i1e
 from mytorch.scipy.special._elementary import (
     entr,
     erf,
@@ -40,6 +42,10 @@ __all__ = [
     "erfinv",
     "expit",
     "gammaln",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
     "kl_div",
     "log_ndtr",
     "log_softmax",
