@@ -8,6 +8,7 @@ from mytorch import errors
 from mytorch import tree, tree_util
 from mytorch.core.array import Array
 from mytorch.core.config import config
+from mytorch.core.dtypes import float0  # grad(allow_int=True) of an integer input
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr
 from mytorch.core.aval import ShapedArray
 from mytorch import lax

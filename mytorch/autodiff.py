@@ -391,7 +391,7 @@ def grad(fun, argnums=0, has_aux=False, allow_int=False):
 
     Each gradient has its argument's shape, dtype and weak type (a Python float's gradient
     is a weakly typed float32). allow_int=True accepts integer and bool arguments, whose
-    gradients are NumPy zeros of dtype float0 (mytorch.core.dtypes.float0), as in JAX.
+    gradients are NumPy zeros of dtype float0 (mt.float0), as in JAX.
 
     >>> grad(lambda x: x * 2.0)(1.0)   # 2.0, weakly typed
     """

@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
-from mytorch.core.dtypes import float0
 from tests.autodiff.fd import numerical_jvp
 
 h16 = mnp.arange(3, dtype=mnp.float16)
@@ -104,12 +103,12 @@ def test_derivative_of_python_scalar_matches_finite_differences(x64, x, which):
 @pytest.mark.parametrize("value", [3, True, np.zeros((2, 3), np.uint8), np.arange(4)])
 def test_allow_int_gives_float0_zeros(value):
     g = mt.grad(lambda x, y: y * 2.0, argnums=(0, 1), allow_int=True)(value, 1.0)
-    assert isinstance(g[0], np.ndarray) and g[0].dtype == float0
+    assert isinstance(g[0], np.ndarray) and g[0].dtype == mt.float0
     assert g[0].shape == np.shape(value)
     assert _leaves(g[1]) == [("float32", True, 2.0)]
     tree = mt.grad(lambda d: (d["a"] * d["b"]).sum(), allow_int=True)(
         {"a": value, "b": mnp.float32(2)})
-    assert tree["a"].dtype == float0 and tree["a"].shape == np.shape(value)
+    assert tree["a"].dtype == mt.float0 and tree["a"].shape == np.shape(value)
     assert float(mt.tree_util.tree_leaves(tree["b"])[0].sum()) == float(np.sum(value))
 
 
