@@ -1,5 +1,6 @@
-"""Scalar type objects (`mnp.float32`, ...): usable wherever a dtype is expected, and
-callable like JAX's, so `mnp.float32(x)` makes an array of that dtype. The aliases JAX
+"""Scalar types (`mnp.float32`, ...): classes usable wherever a dtype is expected, and
+callable like JAX's, so `mnp.float32(x)` makes an array of that dtype;
+`isinstance(np.float32(1), mnp.float32)` holds. The aliases JAX
 exports are here too: `bool` (= `bool_`), `int_`, `uint`, `float_`, `single`, `double`."""
 
 import numpy as np
@@ -7,29 +8,45 @@ import numpy as np
 from mytorch.core import dtypes
 
 
-class _ScalarType:
-    """A dtype that can also be called: `mnp.float32(1.5)` -> Array(1.5, dtype=float32)."""
+class _ScalarMeta(type):
+    """The type of `mnp.float32` and the like: classes that stand for a dtype (as JAX's)."""
 
-    def __init__(self, dtype):
-        self.dtype = np.dtype(dtype)
-        self.__name__ = self.dtype.name
-
-    def __call__(self, x):
+    def __call__(cls, x):
         from mytorch.numpy.creation import asarray
 
-        return asarray(x, dtype=self.dtype)
+        return asarray(x, dtype=cls.dtype)
 
-    def __eq__(self, other):
+    def __eq__(cls, other):
+        if other is cls:
+            return True
+        if other is None:
+            return False
         try:
-            return self.dtype == np.dtype(other)
+            return cls.dtype == dtypes.to_dtype(other)
         except TypeError:
             return NotImplemented
 
-    def __hash__(self):
-        return hash(self.dtype)
+    def __ne__(cls, other):
+        eq = _ScalarMeta.__eq__(cls, other)
+        return eq if eq is NotImplemented else not eq
 
-    def __repr__(self):
-        return f"mytorch.numpy.{self.__name__}"
+    def __hash__(cls):
+        return hash(cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)  # NumPy scalars of the type
+
+    def __repr__(cls):
+        return f"<class 'mytorch.numpy.{cls.__name__}'>"
+
+
+def _ScalarType(dtype):
+    """`mnp.float32`: callable (`mnp.float32(1.5)` -> Array(1.5, dtype=float32)), usable
+    wherever a dtype is expected (`cls.dtype`)."""
+    d = np.dtype(dtype)
+    name = "bool" if d == dtypes.bool_ else d.name
+    doc = f"The {d.name} scalar type: `mnp.{name}(x)` is `mnp.asarray(x, dtype={d.name})`."
+    return _ScalarMeta(name, (), {"dtype": d, "__module__": "mytorch.numpy", "__doc__": doc})
 
 
 bool_ = _ScalarType(dtypes.bool_)

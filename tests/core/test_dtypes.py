@@ -239,6 +239,15 @@ def test_python_types_name_the_default_dtypes():
 
 
 def test_scalar_type_aliases_of_jax():
+    # classes, as JAX's: jnp.float32 == np.float32 and == "float32"; NumPy scalars are
+    # instances; they pickle by name
+    import pickle
+
+    assert isinstance(mnp.float32, type) and mnp.float32 == np.float32 and mnp.float32 == "f4"
+    assert mnp.int8 != mnp.int16 and mnp.float64 != None
+    assert isinstance(np.float32(1), mnp.float32) and not isinstance(1.0, mnp.float32)
+    assert pickle.loads(pickle.dumps(mnp.bfloat16)) is mnp.bfloat16
+    assert repr(mnp.bool) == "<class 'mytorch.numpy.bool'>"
     assert mnp.bool is mnp.bool_ and mnp.bool(3).dtype == np.bool_ and bool(mnp.bool(3))
     assert mnp.bool_([0, 2]).tolist() == [False, True]
     assert mnp.single.dtype == np.float32 and mnp.double.dtype == np.float64
