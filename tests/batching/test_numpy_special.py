@@ -19,9 +19,11 @@ _UNARY = [
     ("expit", (-50, 50)), ("logit", (-0.5, 1.5)), ("erf", (-5, 5)), ("erfc", (-5, 10)),
     ("erfinv", (-1.2, 1.2)), ("gammaln", (-10, 30)), ("digamma", (-10, 30)),
     ("ndtr", (-10, 10)), ("ndtri", (-0.2, 1.2)), ("log_ndtr", (-50, 10)), ("entr", (-1, 5)),
+    ("i0", (-50, 50)), ("i0e", (-100, 100)), ("i1", (-50, 50)), ("i1e", (-100, 100)),
 ]
 _BINARY = [("betaln", (0.1, 20), (0.1, 20)), ("xlogy", (-3, 3), (-1, 5)),
-           ("xlog1py", (-3, 3), (-2, 5))]
+           ("xlog1py", (-3, 3), (-2, 5)), ("rel_entr", (-1, 5), (-1, 5)),
+           ("kl_div", (-1, 5), (-1, 5)), ("zeta", (0.5, 6), (-2, 5))]
 _DTYPES = st.sampled_from([np.float32, np.float16, np.int32])
 
 
@@ -44,6 +46,15 @@ def test_binary(name, r1, r2, data):
     ops = [Op(s, data.draw(_DTYPES), min_value=r[0], max_value=r[1])
            for s, r in ((s1, r1), (s2, r2))]
     vmap_case(data, getattr(special, name), ops, rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=8)
+@given(data=st.data())
+def test_polygamma(data):
+    shape = data.draw(shapes(max_dims=2, max_side=3), label="shape")
+    n = data.draw(st.integers(0, 3), label="n")
+    vmap_case(data, lambda a: special.polygamma(n, a),
+              [Op(shape, min_value=-5, max_value=20)], rtol=1e-6, atol=1e-5)
 
 
 @settings(max_examples=8)
