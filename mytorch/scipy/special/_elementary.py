@@ -80,7 +80,8 @@ def _x_log_rule(log_fn, shift):
     @custom_jvp
     def f(x, y):
         zero = lax.bitwise_and(lax.eq(x, _like(x, 0)), lax.bitwise_not(_isnan(y)))
-        return _where(zero, _like(x, 0), lax.mul(x, log_fn(y)))
+        safe_y = _where(zero, _like(y, 1), y)  # no 0 * inf (a NaN debug_nans would report)
+        return _where(zero, _like(x, 0), lax.mul(x, log_fn(safe_y)))
 
     @f.defjvp
     def f_jvp(primals, tangents):
