@@ -28,9 +28,12 @@ from mytorch.numpy.functional import *  # noqa: F401,F403
 from mytorch.numpy.bitpack import *  # noqa: F401,F403
 from mytorch.numpy.bits import spacing  # noqa: F401
 from mytorch.numpy import linalg  # noqa: F401
+from mytorch.numpy.ufunc import make_ufuncs as _make_ufuncs, ufunc  # noqa: F401
 from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
 
 import numpy as _np
 
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 euler_gamma = _np.euler_gamma
+
+_make_ufuncs(globals())  # add, multiply, maximum, ... gain reduce/accumulate/outer/at

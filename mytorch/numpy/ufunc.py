@@ -1,0 +1,213 @@
+"""`mnp.ufunc`: NumPy's universal-function objects, for the functions JAX makes ufuncs (add,
+subtract, multiply, maximum, minimum, logaddexp, logaddexp2, the logical and bitwise
+and/or/xor, negative).
+
+Calling one is calling the function. The methods reduce, accumulate, outer and at follow
+NumPy: an associative operation with a reduction primitive (sum, prod, max, ...) lowers to
+it; others fold along the axis with `lax.scan`, so the result is NumPy's left fold.
+"""
+
+import operator
+
+import numpy as np
+
+from mytorch import lax
+from mytorch.core import dtypes
+from mytorch.numpy.comparisons import where as _where
+from mytorch.numpy.creation import asarray, full
+from mytorch.numpy.shapes import expand_dims, moveaxis, reshape
+
+__all__ = ["ufunc"]
+
+
+class ufunc:  # noqa: N801  (NumPy's and JAX's name)
+    """A function of `nin` arrays with NumPy's ufunc methods.
+
+    Args:
+      func: the elementwise function.
+      nin, nout: its numbers of inputs and outputs.
+      name: the name it prints with.
+      identity: the value that leaves any operand unchanged, or None.
+      reducer: the mnp reduction it amounts to (`sum` for add), or None.
+      accumulator: the running reduction (`cumsum` for add), or None.
+      at_method: the name of the `x.at[i]` update it amounts to ('add'), or None.
+      reorderable: whether a reduction may combine elements in any order (not subtract).
+    """
+
+    def __init__(self, func, nin, nout, *, name=None, identity=None, reducer=None,
+                 accumulator=None, at_method=None, reorderable=True):
+        self._func, self.nin, self.nout = func, nin, nout
+        self.__name__ = name or func.__name__
+        self.__doc__ = func.__doc__
+        self.identity = identity
+        self._reducer, self._accumulator, self._at = reducer, accumulator, at_method
+        self._reorderable = reorderable
+
+    def __call__(self, *args, **kwargs):
+        return self._func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<mnp.ufunc '{self.__name__}'>"
+
+    @property
+    def nargs(self):
+        return self.nin + self.nout
+
+    def _binary(self, method):
+        if self.nin != 2 or self.nout != 1:
+            raise ValueError(f"{self.__name__}.{method}: only supported for binary ufuncs "
+                             f"with one output")
+
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
+               where=None):
+        """Combine the elements of `a` along `axis` (an int, a tuple, or None for all).
+
+        `initial` starts the fold (the ufunc's identity when omitted, where it has one);
+        `where` masks elements out (they act as the identity, so it needs one or
+        `initial`). Returns an array of a's shape without the reduced axes (kept with
+        length 1 when `keepdims`).
+        """
+        self._binary("reduce")
+        if out is not None:
+            raise TypeError(f"{self.__name__}.reduce: out is not supported: mytorch arrays "
+                            f"are immutable")
+        x = asarray(a)
+        if dtype is not None:
+            x = x.astype(dtype)
+        axes = _axes(f"{self.__name__}.reduce", axis, x.ndim)
+        if len(axes) > 1 and not self._reorderable:
+            raise ValueError(f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
+                             f"at most one axis may be given (got axis={axis!r} for "
+                             f"{x.aval.str_short()})")
+        if where is not None:
+            # masked elements act as the identity; without one, as `initial` (which is
+            # only right for idempotent operations such as max and min, as in NumPy)
+            fill = initial if self.identity is None else self.identity
+            if fill is None:
+                raise ValueError(f"{self.__name__}.reduce: where= needs an initial value: "
+                                 f"{self.__name__} has no identity")
+            x = _where(where, x, full((), fill, x.dtype))
+        if self._reducer is not None:
+            r = self._reducer(x, axis=axes, keepdims=keepdims)
+            if initial is not None:
+                r = self._func(r, initial)
+            return r
+        r = self._fold(x, axes, initial)
+        return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape))) \
+            if keepdims else r
+
+    def _fold(self, x, axes, initial):
+        """A left fold over the reduced axes (flattened into one, in C order)."""
+        keep = [i for i in range(x.ndim) if i not in axes]
+        x = lax.transpose(x, tuple(axes) + tuple(keep))
+        n = int(np.prod([x.shape[i] for i in range(len(axes))], dtype=np.int64))
+        rest = x.shape[len(axes):]
+        x = reshape(x, (n,) + rest)
+        if initial is None:
+            if n == 0:
+                if self.identity is None:
+                    raise ValueError(f"{self.__name__}.reduce: zero-size array to a "
+                                     f"reduction with no identity")
+                return full(rest, self.identity, x.dtype)
+            carry, xs = x[0], x[1:]
+        else:
+            carry, xs = lax.full_like(x[0] if n else full(rest, 0, x.dtype), initial), x
+        if xs.shape[0] == 0:
+            return carry
+        step = lambda c, v: (self._func(c, v).astype(c.dtype), None)  # noqa: E731
+        return lax.scan(step, carry, xs)[0]
+
+    def accumulate(self, a, axis=0, dtype=None, out=None):
+        """The running reduction of `a` along `axis`: element i combines elements 0..i."""
+        self._binary("accumulate")
+        if out is not None:
+            raise TypeError(f"{self.__name__}.accumulate: out is not supported")
+        x = asarray(a)
+        if dtype is not None:
+            x = x.astype(dtype)
+        if x.ndim == 0:
+            raise ValueError(f"{self.__name__}.accumulate: a must have at least one "
+                             f"dimension")
+        axis = operator.index(axis)
+        if not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"{self.__name__}.accumulate: axis {axis} is out of bounds for "
+                             f"{x.aval.str_short()}")
+        if self._accumulator is not None:
+            return self._accumulator(x, axis % x.ndim)
+        y = moveaxis(x, axis, 0)
+        if y.shape[0] == 0:
+            return x
+        step = lambda c, v: (lambda r: (r, r))(self._func(c, v).astype(c.dtype))  # noqa: E731
+        _, ys = lax.scan(step, y[0], y[1:])
+        return moveaxis(lax.concatenate([expand_dims(y[0], 0), ys], 0), 0, axis)
+
+    def outer(self, a, b):
+        """`func(a_i, b_j)` for every pair: shape a.shape + b.shape."""
+        self._binary("outer")
+        x, y = asarray(a), asarray(b)
+        return self._func(reshape(x, x.shape + (1,) * y.ndim), y)
+
+    def at(self, a, indices, b=None, *, inplace=True):
+        """`a` with `func(a[indices], b)` written at `indices` (repeated indices apply
+        repeatedly where the update is an `x.at[]` method: add, multiply, min, max). Arrays
+        are immutable: pass inplace=False."""
+        if inplace:
+            raise ValueError(
+                f"{self.__name__}.at: mytorch arrays are immutable; pass inplace=False and "
+                f"use the returned array")
+        x = asarray(a)
+        if self.nin == 1:
+            return x.at[indices].set(self._func(x[indices]))
+        if b is None:
+            raise TypeError(f"{self.__name__}.at: a binary ufunc needs the operand b")
+        if self._at is not None:
+            return getattr(x.at[indices], self._at)(b)
+        return x.at[indices].set(self._func(x[indices], b).astype(x.dtype))
+
+
+def _axes(name, axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for ax in axes:
+        ax = operator.index(ax)
+        if not -ndim <= ax < ndim:
+            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of "
+                             f"dimension {ndim}")
+        out.append(ax % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: duplicate axis in {axis}")
+    return tuple(sorted(out))
+
+
+def make_ufuncs(ns):
+    """Replace the functions JAX makes ufuncs, in the namespace dict `ns`, by ufuncs."""
+    def wrap(name, nin=2, **kw):
+        ns[name] = ufunc(ns[name], nin, 1, name=name, **kw)
+
+    def logical_reduce(kind):
+        return lambda x, axis, keepdims: ns[kind](x, axis=axis, keepdims=keepdims)
+
+    wrap("add", identity=0, reducer=ns["sum"], accumulator=lambda x, ax: ns["cumsum"](x, ax),
+         at_method="add")
+    wrap("multiply", identity=1, reducer=ns["prod"],
+         accumulator=lambda x, ax: ns["cumprod"](x, ax), at_method="multiply")
+    wrap("maximum", reducer=ns["max"], accumulator=lambda x, ax: lax.cummax(x, ax),
+         at_method="max")
+    wrap("minimum", reducer=ns["min"], accumulator=lambda x, ax: lax.cummin(x, ax),
+         at_method="min")
+    wrap("subtract", identity=None, reorderable=False)
+    wrap("logaddexp", identity=-np.inf,
+         accumulator=lambda x, ax: lax.cumlogsumexp(x, ax) if dtypes.is_float(x.dtype)
+         else lax.cumlogsumexp(x.astype(dtypes.default_float()), ax))
+    wrap("logaddexp2", identity=-np.inf)
+    wrap("logical_and", identity=True, reducer=logical_reduce("all"))
+    wrap("logical_or", identity=False, reducer=logical_reduce("any"))
+    wrap("logical_xor", identity=False)
+    wrap("bitwise_and", identity=-1)
+    wrap("bitwise_or", identity=0)
+    wrap("bitwise_xor", identity=0)
+    wrap("negative", nin=1)
+
+
