@@ -560,3 +560,30 @@ def test_bessel_float32():
         assert got.dtype == np.float32
         np.testing.assert_allclose(np.asarray(got), BESSEL[name][:-1], rtol=2e-6, atol=1e-30,
                                    err_msg=name)
+
+
+DEBUG_NANS_CASES = [
+    (special.log_ndtr, [-1e5, -40.0, -20.0, 0.0, 40.0, INF, -INF]),
+    (special.ndtri, [0.0, 1e-300, 0.5, 1.0]),
+    (special.logit, [0.0, 0.5, 1.0]),
+    (special.entr, [0.0, 2.0]),
+    (lambda v: special.xlogy(v, 2.0), [0.0, 1.0]),
+    (lambda v: special.xlogy(0.0, v), [2.0]),
+    (mnp.sinc, [0.0, 1e-10, 2.0]),
+    (special.i0e, [0.0, 50.0]),
+    (special.i1, [0.0, -50.0]),
+    (lambda v: special.polygamma(2, v), [0.0, -2.0, -1.5, 3.0]),
+]
+
+
+@pytest.mark.parametrize("fn,pts", DEBUG_NANS_CASES)
+def test_valid_points_make_no_intermediate_nan(x64, fn, pts):
+    # debug_nans raises at the first primitive that turns NaN-free inputs into a NaN: the
+    # unselected branches must not compute one
+    mt.config.update("debug_nans", True)
+    try:
+        for x in pts:
+            _value(fn, x)
+            _grad(fn, x)
+    finally:
+        mt.config.update("debug_nans", False)
