@@ -4,6 +4,6 @@
     special.logsumexp(x, axis=-1)
 """
 
-from mytorch.scipy import special  # noqa: F401
+from mytorch.scipy import special
 
 __all__ = ["special"]

@@ -10,23 +10,36 @@ import math
 from mytorch import lax
 from mytorch.scipy.special._util import _inexact, _like
 
-gammaln_doc = "`log|Gamma(x)|`, elementwise; +inf at the poles (0, -1, -2, ...)."
-digamma_doc = ("The digamma function `d/dx log Gamma(x)`, elementwise: -inf at +0, +inf at "
-               "-0, NaN at the negative integers (SciPy's values); its derivative is +inf "
-               "at every pole.")
-
 
 def gammaln(x, /):
+    """`log|Gamma(x)|`, elementwise.
+
+    Args:
+      x: an array-like (ints give the default float).
+
+    Returns:
+      An array of x's shape: +inf at the poles (0, -1, -2, ...). Its derivative is
+      digamma(x).
+    """
     (v,) = _inexact("gammaln", x)
     return lax.lgamma(v)
 
 
 def digamma(x, /):
+    """The digamma function `d/dx log Gamma(x)`, elementwise.
+
+    Args:
+      x: an array-like (ints give the default float).
+
+    Returns:
+      An array of x's shape: -inf at +0, +inf at -0, NaN at the negative integers (SciPy's
+      values). Its derivative, polygamma(1, x), is +inf at every pole.
+
+    >>> digamma(np.float32(1.0))  # -Euler's gamma
+    Array(-0.5772157, dtype=float32)
+    """
     (v,) = _inexact("digamma", x)
     return lax.digamma(v)
-
-
-gammaln.__doc__, digamma.__doc__ = gammaln_doc, digamma_doc
 
 
 def betaln(a, b, /):

@@ -143,7 +143,7 @@ def log_ndtr(x, /):
       is finite everywhere (about -x in the lower tail; +inf at -inf).
 
     >>> log_ndtr(np.float32(-40.0))
-    Array(-804.6084, dtype=float32)
+    Array(-804.60846, dtype=float32)
     """
     (v,) = _inexact("log_ndtr", x)
     return _cast(_log_ndtr(_up(v)), v.dtype, v.weak_type)
