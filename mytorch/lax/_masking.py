@@ -1,48 +1,40 @@
-"""Guards for control flow that vmap turns into "run everything, then select".
+"""What an example feeds control flow that vmap turns into "run everything, then select".
 
 A batched predicate makes `cond`/`switch` evaluate every branch for every example and
 `while_loop` keep running the body for examples that have finished; a select then keeps
-each example's own result. The select alone is not enough for derivatives: an example
-that did not take a branch (or has finished) still runs it, and where the branch's
-derivative is infinite there (log(0), sqrt(0), 1/0, arcsin(1)), its zero cotangent times
-that derivative is NaN, which the sum over examples (of an unbatched weight's cotangent)
-spreads to all of them.
+each example's own result. The select alone is not enough: an example that did not take a
+branch (or has finished) would run it on its own operands, where the branch may be
+undefined (log(-1), sqrt(-1): NaN values) or have an infinite derivative (log(0),
+sqrt(0), 1/0, arcsin(1)); its zero cotangent times that derivative is NaN, which the sum
+over examples (an unbatched weight's cotangent) spreads to every gradient.
 
-So the operands such an example feeds the branch are guarded:
+So such an example feeds the branch the batched operands of an example that takes it:
 
-    guarded = select_n(keep, stop_gradient(x), x)
+    fed = select_n(keep, broadcast(stop_gradient(x)[donor]), x)      # `feed`
 
-equal to `x` in value, with a zero derivative where `keep` is false. Its JVP is
-`select_n(keep, 0, x_dot)` and its transpose `select_n(keep, 0, ct)`, so whatever
-non-finite values the unselected examples compute inside the branch, in the value, the
-tangent or the cotangent, are cut off at both ends by selects, also when differentiated
-again. (JAX's batched cond does the same.) Linear bodies (a loop's tangent step) guard
-their linear inputs with zeros instead.
+and computes exactly what that example computes, values and derivatives, which are finite
+where the result is; its derivative is zero, and the output select drops what it
+computes. Unbatched operands (shared weights) need nothing: they are the same for every
+example. A donor always exists where `feed` is used: the select path of a cond runs when
+examples disagree (of more than two branches, one that no example takes is not run), and
+a loop body runs while some example is running.
 
-Where the batch axis is explicit (a batching rule's own select), the batched operands of
-an example that skips the branch are moreover replaced by those of an example that takes
-it (`substitute`), so that the branch computes nothing there that the examples taking it
-do not also compute: no made-up NaN or inf in the values either (debug_nans stays quiet).
+Where no other example can be reached (a loop run under a vmap one example at a time: the
+stacked reverse form), the operands are guarded instead, as JAX's batched cond does:
+
+    guarded = select_n(keep, stop_gradient(x), x)                    # `guard`
+
+equal to `x`, with JVP `select_n(keep, 0, x_dot)` and transpose `select_n(keep, 0, ct)`:
+the non-finite values an unselected example computes are cut off at both ends by selects,
+also when differentiated again. Linear bodies (a loop's tangent step) guard their linear
+inputs with zeros (`guard_linear`).
 """
 
 from mytorch.core import dtypes
 from mytorch.core.trace import aval_of
 
 __all__ = ["fed_dims", "feed", "first_true", "guard", "guard_linear", "keep_like",
-           "may_differentiate", "substitute"]
-
-
-def may_differentiate(x):
-    """Whether a derivative may be taken with respect to `x`, a value of the trace that a
-    batching rule emits to: a float that an enclosing jvp carries, or that is staged (a
-    jit, checkpoint or loop body that may be differentiated later). Concrete values, also
-    seen through other vmaps, never are."""
-    from mytorch.transforms.jvp import look_through
-
-    if not dtypes.is_float(aval_of(x).dtype):
-        return False
-    value, differentiated = look_through(x)
-    return differentiated or value is None
+           "substitute"]
 
 
 def keep_like(keep, x):
@@ -107,20 +99,20 @@ def substitute(keep, x, donor):
                     x)
 
 
-def feed(keep, xs, dims, differentiated, size):
+def feed(keep, xs, dims, size):
     """The operands `xs` (batch dims `dims`, None for unbatched) of a branch or body that
     every example runs but only those where the (B,) `keep` holds use: a batched operand
-    takes, where `keep` is false, the value of an example where it holds (`substitute`);
-    an unbatched one flagged in `differentiated` is broadcast and guarded; the others are
-    passed as they are. Operands that change are batched along 0 (see `fed_dims`)."""
+    takes, where `keep` is false, the value of an example where it holds (`substitute`),
+    batched along 0; an unbatched one is passed as it is. Then an example that skips the
+    branch computes exactly what one that takes it computes, values and derivatives
+    (finite where theirs are), and its zero cotangent makes no NaN of them."""
     from mytorch.lax._batching import bdim_at_front
 
     donor = first_true(keep)
-    return [substitute(keep, bdim_at_front(x, d, size), donor) if d is not None else
-            guard(keep, bdim_at_front(x, d, size)) if g else x
-            for x, d, g in zip(xs, dims, differentiated, strict=True)]
+    return [x if d is None else substitute(keep, bdim_at_front(x, d, size), donor)
+            for x, d in zip(xs, dims, strict=True)]
 
 
-def fed_dims(dims, differentiated):
+def fed_dims(dims):
     """The batch dims of `feed`'s results."""
-    return [0 if d is not None or g else d for d, g in zip(dims, differentiated, strict=True)]
+    return [None if d is None else 0 for d in dims]

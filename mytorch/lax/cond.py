@@ -32,7 +32,7 @@ from mytorch.core.source_info import where
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import batch_call_jaxpr, bdim_at_front, not_mapped
-from mytorch.lax._masking import fed_dims, feed, keep_like, may_differentiate
+from mytorch.lax._masking import fed_dims, feed, keep_like
 from mytorch.lax._utils import asarray
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.jvp import jvp_call_jaxpr
@@ -364,18 +364,18 @@ def _cond_batching(axis, args, dims, *, branches):
         outs = cond_p.bind(index, *consts, *ops, branches=batched)
         return outs, [0] * n_out
     idx = bdim_at_front(index, dims[0], axis.size)
-    every = _EveryBranch(branches, axis, op_dims, [may_differentiate(x) for x in ops])
+    every = _EveryBranch(branches, axis, op_dims)
     return _select_batched(idx, batched, consts, ops, every), [0] * n_out
 
 
 class _EveryBranch:
     """Every branch run by every example, where an example that did not take a branch
-    feeds it the batched operands of one that did, and operands that may be differentiated
-    with a zero derivative (`_masking.feed`)."""
+    feeds it the batched operands of one that did, with a zero derivative
+    (`_masking.feed`)."""
 
-    def __init__(self, branches, axis, dims, differentiated):
-        self.size, self.dims, self.differentiated = axis.size, dims, differentiated
-        new_dims = fed_dims(dims, differentiated)
+    def __init__(self, branches, axis, dims):
+        self.size, self.dims = axis.size, dims
+        new_dims = fed_dims(dims)
         self.batched = [batch_call_jaxpr(b, axis, new_dims, force_front=True,
                                          name=f"{b.debug_name}_vmap")[:2] for b in branches]
 
@@ -390,8 +390,7 @@ class _EveryBranch:
         outs = []
         for n, (j, consts) in enumerate(self.batched):
             def run(i, *ops, n=n, j=j, consts=consts):
-                fed = feed(eq(i, np.int32(n)), list(ops), self.dims, self.differentiated,
-                           self.size)
+                fed = feed(eq(i, np.int32(n)), list(ops), self.dims, self.size)
                 return eval_jaxpr(j, [], *consts, *fed)
 
             def skip(i, *ops, j=j):

@@ -120,8 +120,7 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
         if pred_batched:  # a finished element runs the body on a running one's operands,
             # so the rows it records are values a real step computed (see `_masking`)
             pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
-            no_grad = [False] * len(ins)
-            ins, in_dims = feed(pred, ins, in_dims, no_grad, size), fed_dims(in_dims, no_grad)
+            ins, in_dims = feed(pred, ins, in_dims, size), fed_dims(in_dims)
         outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), ins, in_dims, axis,
                               "while_tape_body")
         new = [o if d is not_mapped and cd is not_mapped else bdim_at_front(o, d, size)
