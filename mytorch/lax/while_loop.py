@@ -9,7 +9,8 @@ consts, the body consts (values the functions closed over), then the initial car
 Rules: eager evaluation loops in Python over the jaxprs; the JVP is a `while` over
 (primal, tangent) carries whose predicate reads only the primals; batching with an
 unbatched predicate batches the body, and with a batched predicate runs until every
-element is done, keeping each finished element's carry with `select_n`. Reverse mode:
+element is done, keeping each finished element's carry with `select_n` (a finished element
+runs the body on a running one's operands: see `_masking`). Reverse mode:
 see the section at the end (the tangent loop is a `scan` over stacked residuals).
 """
 
