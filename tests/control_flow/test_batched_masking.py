@@ -27,9 +27,9 @@ W = 1.5  # the weight every example shares (an unbatched operand of the branches
 
 
 class Case:
-    """A per-example function `fn(w, x)` whose branch for `x in bad` is a trap for the
-    others, its NumPy reference, and the x values of each branch (a pattern of branch
-    numbers picks one x per example)."""
+    """A per-example function `fn(w, x)` whose branches are traps for the examples that
+    skip them, its NumPy reference, and the x values that take each branch (a pattern of
+    branch numbers picks one x per example)."""
 
     def __init__(self, name, fn, ref, xs_by_branch):
         self.name, self.fn, self.ref, self.xs_by_branch = name, fn, ref, xs_by_branch
@@ -46,7 +46,7 @@ def _np_switch(x):
     return 0 if x <= 0 else (1 if x <= 1 else 2)
 
 
-# each: (false branch xs, true branch xs); the trap sits in the branch an example skips
+# each: (false branch xs, true branch xs[, third branch xs])
 CASES = [
     Case("log", lambda w, x: lax.cond(x > 0, lambda: mnp.log(w * x), lambda: w * x),
          lambda w, x: math.log(w * x) if x > 0 else w * x, ([0.0, -1.0, -2.5], [0.5, 2.0, 3.0])),
