@@ -4,6 +4,9 @@ device's backend, and cache the result.
     @mt.jit
     def step(params, batch): ...
 
+The cache belongs to the function (weakly referenced), not to the wrapper: `jit(f)` written
+anew inside a loop finds what an earlier wrapper compiled.
+
 Called eagerly, a jitted function looks its arguments' signature up in a dictionary and runs
 the compiled code (for arrays passed positionally this is one tuple, one lookup and one
 call). Called under a transformation (grad, vmap, an enclosing jit) it binds the `jit` call
@@ -74,8 +77,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
         the donated arrays cannot be used after the call.
 
     Returns:
-      A callable with `.lower(*args)` (the compiled program: `.as_text()`) and the wrapped
-      function as `__wrapped__`.
+      A callable with `.trace(*args)` (the traced stage: `.jaxpr`, `.out_info`, ...),
+      `.lower(*args)` (the compiled program: `.as_text()`) and the wrapped function as
+      `__wrapped__`. Wrappers of the same function with the same options share one cache.
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
@@ -111,14 +115,28 @@ class _Cache:
     """What a jitted function has traced and compiled; shared by every `jit` wrapper of the
     same function with the same options (see `_shared_cache`)."""
 
-    __slots__ = ("fast", "entries", "history", "traces", "__weakref__")
+    __slots__ = ("fast", "entries", "history", "traces", "arguments", "__weakref__")
 
     def __init__(self):
         self.fast = {}  # positional arrays only: (shape, dtype, weak, device)* -> runner
         self.entries = OrderedDict()  # full signature -> _Entry
         self.history = []  # signatures traced so far (for explaining retraces)
         self.traces = 0
+        self.arguments = None  # _Arguments
         _caches.add(self)
+
+
+class _Arguments:
+    """Which parameters of a function are static or donated (from its signature)."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+        self.params = params = _parameters(fun)
+        self.raw = nums = _resolve_negative(fun, static_argnums)
+        self.nums = frozenset(nums) | {i for i, p in enumerate(params) if p in static_argnames}
+        self.names = frozenset(static_argnames) | {
+            params[i] for i in nums if 0 <= i < len(params)}
+        self.donate = frozenset(donate_argnums)
+        self.negative = any(i < 0 for i in nums)
 
 
 def _shared_cache(fun, options):
@@ -156,19 +174,16 @@ class JitFunction:
         self.__wrapped__ = fun
         self._fun = fun
         self._name = getattr(fun, "__name__", None) or type(fun).__name__
-        self._params = _parameters(fun)
-        static_argnums = _resolve_negative(fun, static_argnums)
-        self._static_nums = frozenset(static_argnums)
-        self._static_names = frozenset(static_argnames) | {
-            self._params[i] for i in static_argnums if 0 <= i < len(self._params)}
-        self._static_nums |= {i for i, p in enumerate(self._params) if p in static_argnames}
-        self._donate = frozenset(donate_argnums)
-        self._neg_static = any(i < 0 for i in static_argnums)
-        self._static_raw = static_argnums
-        self._cache = _shared_cache(fun, (frozenset(static_argnums), frozenset(static_argnames),
-                                          self._donate))
-        self._fast = self._cache.fast  # the shared dicts, read here without an indirection
-        self._entries = self._cache.entries
+        self._cache = cache = _shared_cache(fun, (frozenset(static_argnums),
+                                                  frozenset(static_argnames),
+                                                  frozenset(donate_argnums)))
+        if cache.arguments is None:  # read off the signature once per function and options
+            cache.arguments = _Arguments(fun, static_argnums, static_argnames, donate_argnums)
+        a = cache.arguments
+        self._params, self._static_nums, self._static_names = a.params, a.nums, a.names
+        self._donate, self._neg_static, self._static_raw = a.donate, a.negative, a.raw
+        self._fast = cache.fast  # the shared dicts, read here without an indirection
+        self._entries = cache.entries
 
     def __repr__(self):
         return f"<jit {self._name}>"
