@@ -81,6 +81,12 @@ LITERAL_PROGRAMS = {
     "take_fill": lambda x, s: mnp.take(x.reshape(-1), _INDICES, mode="fill", fill_value=s),
     "concat": lambda x, s: mnp.concatenate([x.reshape(-1), mnp.full((2,), s)]),
     "sum": lambda x, s: mnp.sum(x * s), "max": lambda x, s: mnp.max(x + s),
+    "sum_initial": lambda x, s: mnp.sum(x, axis=-1, initial=s),
+    "max_initial": lambda x, s: mnp.max(x, axis=-1, initial=s),
+    "lax_reduce": lambda x, s: lax.reduce(x, s, lax.add, (0,)),
+    "reduce_window": lambda x, s: lax.reduce_window(x.reshape(-1), s, lax.max, (2,), (1,),
+                                                    "VALID"),
+    "get_fill": lambda x, s: x.reshape(-1).at[_INDICES].get(mode="fill", fill_value=s),
     "prod": lambda x, s: mnp.prod(x + s), "mean": lambda x, s: mnp.mean(x - s),
     "cumsum": lambda x, s: mnp.cumsum(x - s), "cummax": lambda x, s: lax.cummax(
         mnp.reshape(x + s, (-1,)), 0),
