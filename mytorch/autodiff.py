@@ -194,6 +194,8 @@ class _Pushforward:
     """linearize's f_jvp without its residuals, which `Partial` holds as pytree leaves
     (so that f_jvp can pass in and out of jitted functions)."""
 
+    __name__ = "f_jvp"
+
     def __init__(self, jaxpr, p_tree, static, out_tree, n_out):
         self.jaxpr, self.p_tree, self.static = jaxpr, p_tree, static
         self.out_tree, self.n_out = out_tree, n_out
@@ -232,6 +234,8 @@ class _Pullback:
     """vjp's vjp_fn without its residuals, which `Partial` holds as pytree leaves (so that
     vjp_fn can pass in and out of jitted functions): `(residuals, cotangent) -> a tuple
     with one cotangent per primal (same trees, shapes and dtypes as the primals)`."""
+
+    __name__ = "vjp_fn"
 
     def __init__(self, fun, jaxpr, p_tree, in_avals, static, out_tree, out_avals, aux_avals):
         self.name, self.jaxpr, self.p_tree, self.in_avals = _name(fun), jaxpr, p_tree, in_avals

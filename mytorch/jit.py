@@ -90,6 +90,13 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
                        _names(static_argnames), _ints(donate_argnums, "donate_argnums"))
 
 
+def _fun_name(fun):
+    """The name of a function, of the function a partial binds, or of a callable's type."""
+    while getattr(fun, "__name__", None) is None and isinstance(fun, functools.partial):
+        fun = fun.func
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
 def _ints(x, what):
     x = (x,) if isinstance(x, int) else tuple(x)
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in x):
@@ -173,7 +180,7 @@ class JitFunction:
         functools.update_wrapper(self, fun)
         self.__wrapped__ = fun
         self._fun = fun
-        self._name = getattr(fun, "__name__", None) or type(fun).__name__
+        self._name = _fun_name(fun)
         self._cache = cache = _shared_cache(fun, (frozenset(static_argnums),
                                                   frozenset(static_argnames),
                                                   frozenset(donate_argnums)))

@@ -97,6 +97,10 @@ class _HashableCallable:
     def __call__(self, *args, **kwargs):
         return self.fun(*args, **kwargs)
 
+    @property
+    def __name__(self):
+        return getattr(self.fun, "__name__", None) or getattr(self.fun.func, "__name__", "")
+
     def __eq__(self, other):
         return isinstance(other, _HashableCallable) and self.fun == other.fun
 
