@@ -17,7 +17,6 @@ from mytorch.core.array import Array, from_numpy
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
-from mytorch.tree_util import Partial
 from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.elementwise import convert_element_type
 from mytorch.lax._batching import moveaxis
@@ -25,6 +24,7 @@ from mytorch.lax.structural import reshape, slice_in_dim
 from mytorch.transforms.jvp import jvp_flat
 from mytorch.transforms.partial_eval import linearize_flat
 from mytorch.transforms.transpose import backward_pass
+from mytorch.tree_util import Partial
 from mytorch.vectorize import vmap
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
