@@ -383,9 +383,9 @@ class _EveryBranch:
         """Each branch's outputs (batched at 0) given the batched (B,) index `i`. With more
         than two branches, one that no example takes is not run (zeros stand in): it has
         no example whose operands it could safely be fed."""
+        from mytorch.core.ad_util import zeros
         from mytorch.lax.elementwise import eq
         from mytorch.lax.reductions import reduce_or
-        from mytorch.lax.structural import full
 
         outs = []
         for n, (j, consts) in enumerate(self.batched):
@@ -393,8 +393,8 @@ class _EveryBranch:
                 fed = feed(eq(i, np.int32(n)), list(ops), self.dims, self.size)
                 return eval_jaxpr(j, [], *consts, *fed)
 
-            def skip(i, *ops, j=j):
-                return [full(v.aval.shape, 0, v.aval.dtype) for v in j.outvars]
+            def skip(i, *ops, j=j):  # zeros of a tape type read as an empty tape
+                return [zeros(v.aval) for v in j.outvars]
 
             if len(self.batched) == 2:  # both are taken, or this cond is not run
                 outs.append(run(i, *ops))

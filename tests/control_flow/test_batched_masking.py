@@ -418,3 +418,29 @@ def test_a_while_loop_in_the_branch_an_example_skips():
     for per in (mt.vmap(mt.grad(f), (None, 0))(w, xs),
                 mt.jit(mt.vmap(mt.grad(f), (None, 0)))(w, xs)):
         np.testing.assert_allclose(float(np.sum(np.asarray(per))), want, rtol=1e-5)
+
+
+def test_a_branch_no_example_takes_returns_an_empty_tape():
+    # vmap(grad): the linearized switch returns the tape of its loop branch as a residual;
+    # the branch no example takes is not run and gives zeros (an empty tape) in its place
+    def inner(w, n):
+        def body(s):
+            return s[0] + 1, s[1] + mnp.sqrt(w * (n - s[0]))
+        return lax.while_loop(lambda s: s[0] < n, body, (0.0, 0.0))[1]
+
+    def f(w, x):
+        return lax.switch(mnp.clip(x, 0, 2).astype(np.int32),
+                          [lambda: w * x, lambda: inner(w, x), lambda: mnp.sin(w) * x])
+
+    xs = np.array([1.0, 1.0, 0.0, 1.0], np.float32)  # branch 2 is never taken
+    w = 2.0
+    want = 3 / (2 * math.sqrt(w))
+    for per in (mt.vmap(mt.grad(f), (None, 0))(w, xs),
+                mt.jit(mt.vmap(mt.grad(f), (None, 0)))(w, xs)):
+        np.testing.assert_allclose(float(np.sum(np.asarray(per))), want, rtol=1e-5)
+
+    def loss(w):
+        return mt.vmap(f, (None, 0))(w, xs).sum()
+
+    for g in (mt.grad(loss), mt.jit(mt.grad(loss))):
+        np.testing.assert_allclose(float(g(w)), want, rtol=1e-5)
