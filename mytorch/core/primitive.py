@@ -133,7 +133,7 @@ def _with_location(err, name, avals):
         msg += f" (operands: {describe(avals)})"
     if getattr(err, "_mytorch_located", False) and at is None:
         return err
-    new = user_error(type(err), msg)
+    new = user_error(type(err), msg, below=True)
     new._mytorch_described = True
     return new
 

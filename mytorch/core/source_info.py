@@ -63,18 +63,17 @@ def where(prefix=" at "):
     return f"{prefix}{info}" if info is not None else ""
 
 
-def at_line():
-    """`\n  at /path/file.py:12 in fn` for the current user line, or '' when none is found:
-    the tail every error about the user's input ends with."""
-    info = user_frame()
-    return f"\n  at {info.filename}:{info.lineno} in {info.function}" if info is not None else ""
-
-
-def user_error(cls, msg):
-    """`cls(msg)` with the user's source line appended, marked so that an enclosing handler
-    (a primitive's abstract evaluation) does not append it again. Library code raises
+def user_error(cls, msg, below=False):
+    """`cls(msg)` with the user's source line appended (` at model.py:12 (step)`, or with
+    `below` on a line of its own, `\n  at /path/model.py:12 in step`, as a primitive's
+    abstract evaluation writes it after the operand listing), marked so that an enclosing
+    handler does not append it again. Library code raises
     `user_error(ValueError, "reshape: ...")` for every error about the user's input."""
-    at = at_line()
+    if below:
+        info = user_frame()
+        at = f"\n  at {info.filename}:{info.lineno} in {info.function}" if info else ""
+    else:
+        at = where()
     err = cls(msg + at)
     err._mytorch_located = True
     err._mytorch_at = at

@@ -26,7 +26,7 @@ import numpy as np
 from mytorch.core import dtypes, tree_util
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
-from mytorch.core.source_info import user_error
+from mytorch.core.source_info import user_frame
 from mytorch.core.trace import bound_axes
 from mytorch.lax._utils import asarray, short, weak_scalar
 from mytorch.lax.elementwise import add, convert_element_type, div, mul
@@ -42,7 +42,12 @@ __all__ = [
 # ---- axis names ----------------------------------------------------------------------------
 def _located(cls, msg):
     """An error of `cls` whose message ends with the user's source line."""
-    return user_error(cls, msg)
+    info = user_frame()
+    if info is not None:
+        msg += f"\n  at {info.filename}:{info.lineno} in {info.function}"
+    err = cls(msg)
+    err._mytorch_located = True
+    return err
 
 
 def _names(op, axis_name):
