@@ -13,7 +13,7 @@ import numpy as np
 
 from mytorch.core import dtypes, tree_util
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable
-from mytorch.core.array import Array, from_numpy
+from mytorch.core.array import Array, from_numpy, scalar_array
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.source_info import user_frame
 from mytorch.core.trace import aval_of
@@ -334,6 +334,8 @@ def _like_primals(g, primals):
         a = aval_of(p)
         if not is_differentiable(a):
             out.append(np.zeros(a.shape, dtypes.float0))
+        elif aval_of(ct).dtype == a.dtype and aval_of(ct).weak_type == a.weak_type:
+            out.append(ct)  # also keeps a 64-bit array made while x64 was on
         else:
             out.append(convert_element_type(ct, a.dtype, weak_type=a.weak_type))
     return tree_util.tree_unflatten(p_tree, out)
@@ -380,7 +382,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
             raise TypeError(
                 f"{what} requires a real-valued (float) output, got {a.str_short()}{_at()}"
             )
-        one = from_numpy(np.ones((), a.dtype))
+        one = scalar_array(1, a.dtype)  # keeps a 64-bit dtype made while x64 was on
         g = vjp_fn(tree_util.tree_unflatten(tree_util.tree_structure(out), [one]))
         g = _like_primals(g, diff)
         g = g[0] if single else g

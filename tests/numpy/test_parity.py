@@ -150,6 +150,10 @@ def test_arrays_made_under_x64_narrow_on_use():
     assert_close(mnp.sin(f), np.sin(np.ones(3)), dtype=F64)
     assert_close(mt.lax.add(b, 1), [1, 2, 3], dtype=I64)
     assert_close(mnp.mean(f), 1.0, dtype=F64)  # (JAX: float32) either way, no error
+    # the gradient of such an array keeps its dtype (JAX 0.10: float64), with no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_close(mt.grad(lambda x: (x * x).sum())(f), [2, 2, 2], dtype=F64)
 
 
 # ---- round, mt.scipy --------------------------------------------------------------------------
