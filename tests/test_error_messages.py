@@ -102,8 +102,30 @@ JIT_CASES = [  # the line is the one inside the traced function
     (lambda: mt.vmap(lambda x: mnp.sum(x, axis=1))(A), ValueError, "sum", "f32[4]"),
 ]
 
+# the rest of mytorch.numpy: indexing helpers, padding, sorting, linalg, signal and
+# polynomial helpers, set-up functions (JAX's classes, checked with jax 0.10)
+MORE_NUMPY_CASES = [
+    (lambda: mnp.take(A, mnp.array([0]), mode="bogus"), ValueError, "take", "'bogus'"),
+    (lambda: mnp.take_along_axis(A, mnp.ones((3,), int), axis=1), ValueError,
+     "take_along_axis", "f32[3,4]"),
+    (lambda: mnp.pad(A, ((1, 2), (1, 2), (1, 1))), ValueError, "pad"),
+    (lambda: mnp.searchsorted(A, 1.0), ValueError, "searchsorted", "f32[3,4]"),
+    (lambda: mnp.nonzero(mnp.array(1.0)), ValueError, "nonzero"),
+    (lambda: mnp.linalg.norm(A, ord="bad"), ValueError, "norm", "'bad'"),
+    (lambda: mnp.convolve(A, mnp.ones(3)), ValueError, "convolve", "f32[3,4]"),
+    (lambda: mnp.interp(1.0, mnp.ones(3), mnp.ones(4)), ValueError, "interp", "f32[3]",
+     "f32[4]"),
+    (lambda: mnp.cov(mnp.ones((2, 3, 4))), ValueError, "cov", "f32[2,3,4]"),
+    (lambda: mnp.fill_diagonal(mnp.ones(3), 1.0, inplace=False), ValueError, "fill_diagonal",
+     "f32[3]"),
+    (lambda: mnp.packbits(mnp.ones(3)), TypeError, "packbits", "f32[3]"),
+    (lambda: mnp.zeros((2, -1)), TypeError, "zeros", "(2, -1)"),
+    (lambda: mnp.subtract.reduce(A, axis=None), ValueError, "subtract.reduce", "f32[3,4]"),
+    (lambda: mt.jit(lambda x: mnp.convolve(x, x))(A), ValueError, "convolve", "f32[3,4]"),
+]
 
-@pytest.mark.parametrize("case", NUMPY_CASES + LAX_CASES + JIT_CASES,
+
+@pytest.mark.parametrize("case", NUMPY_CASES + MORE_NUMPY_CASES + LAX_CASES + JIT_CASES,
                          ids=lambda c: str(c[0].__code__.co_firstlineno))
 def test_error_names_op_shapes_line_and_has_jaxs_class(case):
     fn, cls, *fragments = case

@@ -4,6 +4,7 @@ import operator
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy.creation import arange, asarray, zeros
 from mytorch.numpy.joining import concatenate
 from mytorch.numpy.shapes import moveaxis, ravel, reshape
@@ -13,7 +14,7 @@ __all__ = ["packbits", "unpackbits"]
 
 def _bitorder(name, bitorder):
     if bitorder not in ("big", "little"):
-        raise ValueError(f"{name}: bitorder must be 'big' or 'little', got {bitorder!r}")
+        raise user_error(ValueError, f"{name}: bitorder must be 'big' or 'little', got {bitorder!r}")
     shifts = arange(8, dtype=dtypes.uint8)
     return shifts[::-1] if bitorder == "big" else shifts
 
@@ -23,7 +24,7 @@ def packbits(a, axis=None, bitorder="big"):
     elements a byte along `axis` (the flattened array for None), zero-padded at the end."""
     x = asarray(a)
     if not (dtypes.is_bool(x.dtype) or dtypes.is_int(x.dtype)):
-        raise TypeError(f"packbits: expected an integer or bool array, got "
+        raise user_error(TypeError, f"packbits: expected an integer or bool array, got "
                         f"{x.aval.str_short()}")
     shifts = _bitorder("packbits", bitorder)
     if axis is None:
@@ -44,7 +45,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     (flattened for None); `count` keeps that many bits (negative: drops from the end)."""
     x = asarray(a)
     if x.dtype != dtypes.uint8:
-        raise TypeError(f"unpackbits: expected a uint8 array, got {x.aval.str_short()}")
+        raise user_error(TypeError, f"unpackbits: expected a uint8 array, got {x.aval.str_short()}")
     shifts = _bitorder("unpackbits", bitorder)
     if axis is None:
         x, axis = ravel(x), 0
@@ -60,7 +61,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         n = bits.shape[-1]
         keep = n + count if count < 0 else count
         if keep < 0:
-            raise ValueError(f"unpackbits: count={count} drops more than the {n} bits there "
+            raise user_error(ValueError, f"unpackbits: count={count} drops more than the {n} bits there "
                              "are")
         if keep <= n:
             bits = bits[..., :keep]

@@ -15,13 +15,30 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, is_python_scalar, scalar_array
-from mytorch.core.trace import Tracer
 from mytorch.core.source_info import user_error
+from mytorch.core.trace import Tracer
 from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, broadcast_to_shape, result_type
 from mytorch.numpy.introspection import (
-    _as_np_dtype, can_cast, dtype, finfo, isdtype, floating, generic, iinfo, inexact, integer, isscalar,
-    issubdtype, ndim, number, promote_types, shape, signedinteger, size, unsignedinteger,
+    _as_np_dtype,
+    can_cast,
+    dtype,
+    finfo,
+    floating,
+    generic,
+    iinfo,
+    inexact,
+    integer,
+    isdtype,
+    isscalar,
+    issubdtype,
+    ndim,
+    number,
+    promote_types,
+    shape,
+    signedinteger,
+    size,
+    unsignedinteger,
 )
 
 __all__ = [
@@ -42,7 +59,7 @@ def _shape(shape, name):
 
     dims = static_shape(name, shape)
     if any(d < 0 for d in dims):
-        raise user_error(ValueError,
+        raise user_error(TypeError,  # JAX's class (NumPy raises ValueError)
                          f"{name}: negative dimensions are not allowed, got shape {dims}")
     return dims
 
@@ -81,10 +98,10 @@ def _static_number(x, name, what):
         )
     if isinstance(x, Array) or isinstance(x, (np.ndarray, np.generic)):
         if np.ndim(x) != 0:
-            raise TypeError(f"{name}: {what} must be a scalar, got shape {np.shape(x)}")
+            raise user_error(TypeError, f"{name}: {what} must be a scalar, got shape {np.shape(x)}")
         x = np.asarray(x).item()
     if not isinstance(x, (bool, int, float)):
-        raise TypeError(f"{name}: {what} must be a real number, got {x!r:.80}")
+        raise user_error(TypeError, f"{name}: {what} must be a real number, got {x!r:.80}")
     return x
 
 
@@ -137,12 +154,12 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if isinstance(x, Array):
         return x
     if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
-        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ and "
+        raise user_error(TypeError, f"from_dlpack: {type(x).__name__} has no __dlpack__ and "
                         "__dlpack_device__ methods; use mnp.asarray for other array-likes")
     try:
         value = np.from_dlpack(x)
     except (BufferError, TypeError, RuntimeError) as e:
-        raise TypeError(f"from_dlpack: cannot read {type(x).__name__} (DLPack device "
+        raise user_error(TypeError, f"from_dlpack: cannot read {type(x).__name__} (DLPack device "
                         f"{x.__dlpack_device__()}): {e}") from None
     return asarray_any(value)
 
@@ -209,7 +226,7 @@ def full(shape, fill_value, dtype=None):
 def _broadcast_to(x, shape, name):
     shape = tuple(shape)
     if x.ndim > len(shape) or any(d not in (1, s) for d, s in zip(x.shape[::-1], shape[::-1])):
-        raise ValueError(f"{name}: cannot broadcast {x.aval.str_short()} to shape {shape}")
+        raise user_error(ValueError, f"{name}: cannot broadcast {x.aval.str_short()} to shape {shape}")
     return broadcast_to_shape(x, shape)
 
 
@@ -272,7 +289,7 @@ def arange(start, stop=None, step=None, dtype=None):
     stop = _static_number(stop, "arange", "stop")
     step = 1 if step is None else _static_number(step, "arange", "step")
     if step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise user_error(ValueError, "arange: step must not be zero")
     all_int = all(isinstance(v, int) for v in (start, stop, step))
     if dtype is None:
         dtype = dtypes.default_int() if all_int else dtypes.default_float()
@@ -287,7 +304,7 @@ def arange(start, stop=None, step=None, dtype=None):
             n = 1  # the quotient underflowed to 0: NumPy still returns [start]
     if dtypes.is_bool(dtype):
         if n > 2:
-            raise ValueError("arange: a bool result can have at most 2 elements")
+            raise user_error(ValueError, "arange: a bool result can have at most 2 elements")
         return lax.ne(_float_range(n, start, step, dtypes.float32), 0.0)
     first = _scalar_value(start, dtype)
     second = _scalar_value(start + step, dtype)
@@ -333,7 +350,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """
     num = operator.index(num)
     if num < 0:
-        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+        raise user_error(ValueError, f"linspace: number of samples, {num}, must be non-negative")
     start, stop = asarray_any(start), asarray_any(stop)
     out_dtype = _linspace_dtype(start, stop, dtype)
     compute = _compute_dtype(out_dtype)
@@ -432,7 +449,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start, stop = asarray_any(start), asarray_any(stop)
     for v in (start, stop):
         if not isinstance(v, Tracer) and np.any(np.asarray(v) == 0):
-            raise ValueError("geomspace: a geometric sequence cannot include zero")
+            raise user_error(ValueError, "geomspace: a geometric sequence cannot include zero")
     out_dtype = _linspace_dtype(start, stop, dtype)
     compute = _compute_dtype(out_dtype)
     start = lax.convert_element_type(start, compute)
@@ -460,7 +477,7 @@ def _tri_mask(n, m, k, name):
     """bool[n, m]: True where column - row <= k."""
     n, m, k = (operator.index(v) for v in (n, m, k))
     if n < 0 or m < 0:
-        raise ValueError(f"{name}: N and M must be non-negative, got N={n}, M={m}")
+        raise user_error(ValueError, f"{name}: N and M must be non-negative, got N={n}, M={m}")
     rows = lax.broadcasted_iota(dtypes.int32, (n, m), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (n, m), 1)
     return rows, cols, k
@@ -500,7 +517,7 @@ def tri(N, M=None, k=0, dtype=None):
 def _tri_select(name, m, k, lower):
     m = asarray_any(m)
     if m.ndim == 0:
-        raise ValueError(f"{name}: needs an array of rank >= 1, got {m.aval.str_short()}")
+        raise user_error(ValueError, f"{name}: needs an array of rank >= 1, got {m.aval.str_short()}")
     n, cols = (m.shape[-2], m.shape[-1]) if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
     rows_i, cols_i, k = _tri_mask(n, cols, k, name)
     diff = lax.sub(cols_i, rows_i)
@@ -541,7 +558,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     """
     del copy
     if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+        raise user_error(ValueError, f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = [asarray_any(x) for x in xi]
     arrays = [x if x.ndim == 1 else lax.reshape(x, (x.size,)) for x in arrays]
     n = len(arrays)

@@ -8,6 +8,7 @@ an imaginary number such as ``5j``. Bounds must be static Python numbers.
 import numpy as np
 
 from mytorch.core.array import Array
+from mytorch.core.source_info import user_error
 from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy.creation import arange, array, linspace, meshgrid
 from mytorch.numpy.joining import concatenate, stack
@@ -24,7 +25,7 @@ def _static(v, name, what):
         try:
             return v.item()
         except ConcretizationTypeError:
-            raise TypeError(f"{name}: the {what} of a slice must be a static number, not a "
+            raise user_error(TypeError, f"{name}: the {what} of a slice must be a static number, not a "
                             f"traced value") from None
     return v
 
@@ -40,7 +41,7 @@ def _range(sl, name):
         num = int(abs(step))
         return linspace(start, stop, num, endpoint=True)
     if stop is None:
-        raise ValueError(f"{name}: a slice needs a stop, got {sl}")
+        raise user_error(ValueError, f"{name}: a slice needs a stop, got {sl}")
     return arange(start, stop, 1 if step is None else step)
 
 
@@ -55,7 +56,7 @@ class _Grid:
         keys = (key,) if single else tuple(key)
         for k in keys:
             if not isinstance(k, slice):
-                raise TypeError(f"{self.name}: expected slices such as 0:3 or 0:1:5j, got "
+                raise user_error(TypeError, f"{self.name}: expected slices such as 0:3 or 0:1:5j, got "
                                 f"{k!r}")
         axes = [_range(k, self.name) for k in keys]
         if single:
@@ -78,10 +79,10 @@ def _directive(text, name):
     try:
         nums = [int(p) for p in parts]
     except ValueError:
-        raise ValueError(f"{name}: unknown directive {text!r}; expected 'axis', "
+        raise user_error(ValueError, f"{name}: unknown directive {text!r}; expected 'axis', "
                          f"'axis,ndmin' or 'axis,ndmin,trans1d'") from None
     if len(nums) > 3:
-        raise ValueError(f"{name}: directive {text!r} has more than three fields")
+        raise user_error(ValueError, f"{name}: directive {text!r} has more than three fields")
     return tuple(nums + [0, 1, -1][len(nums):])
 
 
@@ -118,7 +119,7 @@ class _Concatenator:
         parts = []
         for item in items:
             if isinstance(item, str):
-                raise ValueError(f"{self.name}: a directive string must come first, got "
+                raise user_error(ValueError, f"{self.name}: a directive string must come first, got "
                                  f"{item!r} later")
             if isinstance(item, slice):
                 part = _with_ndmin(_range(item, self.name), ndmin, trans1d, True)
@@ -141,14 +142,14 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     rows) or N-d with all dimensions equal.
     """
     if inplace:
-        raise ValueError("fill_diagonal: mytorch arrays are immutable; pass inplace=False "
+        raise user_error(ValueError, "fill_diagonal: mytorch arrays are immutable; pass inplace=False "
                          "and use the returned array")
     x = array(a, copy=False)
     if x.ndim < 2:
-        raise ValueError(f"fill_diagonal: array must be at least 2-d, got "
+        raise user_error(ValueError, f"fill_diagonal: array must be at least 2-d, got "
                          f"{x.aval.str_short()}")
     if x.ndim > 2 and len(set(x.shape)) != 1:
-        raise ValueError(f"fill_diagonal: all dimensions of an N-d array must be equal, got "
+        raise user_error(ValueError, f"fill_diagonal: all dimensions of an N-d array must be equal, got "
                          f"shape {x.shape}")
     if x.ndim == 2:
         rows, cols = x.shape
@@ -162,6 +163,6 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     if flat.size == 0:
         return x
     if v.shape[0] == 0:
-        raise ValueError("fill_diagonal: val is empty")
+        raise user_error(ValueError, "fill_diagonal: val is empty")
     vals = v[np.arange(flat.size) % v.shape[0]]
     return reshape(reshape(x, (-1,)).at[flat].set(vals), x.shape)

@@ -23,11 +23,21 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import from_numpy
+from mytorch.core.source_info import user_error
 from mytorch.numpy._index_lowering import _arr, _basic_get, _indexer, _prepare, _s, _update
 from mytorch.numpy._promote import asarray_any
 from mytorch.numpy.take_family import (
-    choose, compress, extract, ix_, place, put, put_along_axis, ravel_multi_index, take,
-    take_along_axis, unravel_index,
+    choose,
+    compress,
+    extract,
+    ix_,
+    place,
+    put,
+    put_along_axis,
+    ravel_multi_index,
+    take,
+    take_along_axis,
+    unravel_index,
 )
 
 __all__ = [
@@ -120,7 +130,7 @@ class IndexUpdateRef:
         """`x[idx] -= values`."""
         x = _arr(self.array)
         if dtypes.is_bool(x.dtype):
-            raise TypeError(f"at[].subtract: not defined for bool arrays ({_s(x)})")
+            raise user_error(TypeError, f"at[].subtract: not defined for bool arrays ({_s(x)})")
         v = lax.convert_element_type(asarray_any(values), x.dtype, weak_type=x.weak_type)
         return self._do("subtract", lax.neg(v), "add", mode, indices_are_sorted,
                         unique_indices)
@@ -141,7 +151,7 @@ class IndexUpdateRef:
         """`x[idx] /= values` (floating-point arrays)."""
         x = _arr(self.array)
         if not dtypes.is_float(x.dtype):
-            raise TypeError(
+            raise user_error(TypeError, 
                 f"at[].divide needs a floating-point array, got {_s(x)}; convert it first "
                 "with .astype(float)"
             )

@@ -10,11 +10,11 @@ import operator
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
+from mytorch.custom_derivatives import custom_jvp
 from mytorch.errors import AxisError
 from mytorch.numpy import manipulation as _manip
 from mytorch.numpy import products as _products
 from mytorch.numpy._promote import asarray_any
-from mytorch.custom_derivatives import custom_jvp
 
 __all__ = [
     "norm", "vector_norm", "matrix_norm", "matrix_transpose", "vecdot", "outer", "trace",
@@ -56,20 +56,20 @@ def _norm_axes(name, axis, x):
         try:
             a = operator.index(a)
         except TypeError:
-            raise TypeError(f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
+            raise user_error(TypeError, f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
                 from None
         if not -x.ndim <= a < x.ndim:
             raise user_error(AxisError,
                              f"{name}: axis {a} is out of bounds for {_s(x)} (rank {x.ndim})")
         out.append(a % x.ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{name}: duplicate axes in {axis!r} for {_s(x)}")
+        raise user_error(ValueError, f"{name}: duplicate axes in {axis!r} for {_s(x)}")
     return tuple(out)
 
 
 def _nonempty(name, x, axes, ord):
     if any(x.shape[a] == 0 for a in axes):
-        raise ValueError(
+        raise user_error(ValueError, 
             f"{name}: ord={ord} reduces with max/min, which needs a non-empty axis, got "
             f"{_s(x)} over axes {axes}"
         )
@@ -83,7 +83,7 @@ def _is_number(ord):
 def _vector(name, x, axes, ord, keepdims):
     """The vector `ord`-norm of `x` over `axes` (flattened together)."""
     if ord is not None and not _is_number(ord):
-        raise ValueError(f"{name}: invalid norm order {ord!r} for vectors")
+        raise user_error(ValueError, f"{name}: invalid norm order {ord!r} for vectors")
     shape = _kept_shape(x.shape, axes, keepdims)
     weak = x.weak_type
     y, out = _inexact(x)
@@ -116,7 +116,7 @@ def _matrix(name, x, axes, ord, keepdims):
         hint = ""
         if ord in ("nuc", 2, -2):
             hint = " (ord=2, -2 and 'nuc' need singular values, which mytorch does not compute)"
-        raise ValueError(
+        raise user_error(ValueError, 
             f"{name}: invalid norm order {ord!r} for matrices; supported: {_MATRIX_ORDS}{hint}"
         )
     else:
@@ -153,7 +153,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         if ord is None:
             return _vector("norm", x, tuple(range(x.ndim)), None, keepdims)
         if x.ndim not in (1, 2):
-            raise ValueError(
+            raise user_error(ValueError, 
                 f"norm: ord={ord!r} with axis=None needs a 1-D or 2-D array, got {_s(x)}; "
                 "pass axis= to pick the vector or matrix axes"
             )
@@ -163,7 +163,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _vector("norm", x, axes, ord, keepdims)
     if len(axes) == 2:
         return _matrix("norm", x, axes, ord, keepdims)
-    raise ValueError(f"norm: axis must be an int or a pair of ints, got {axis!r}")
+    raise user_error(ValueError, f"norm: axis must be an int or a pair of ints, got {axis!r}")
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
@@ -178,7 +178,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     """The matrix `ord`-norm over the last two axes ("fro", 1, -1, inf, -inf)."""
     x = asarray_any(x)
     if x.ndim < 2:
-        raise ValueError(f"matrix_norm: needs an array of rank >= 2, got {_s(x)}")
+        raise user_error(ValueError, f"matrix_norm: needs an array of rank >= 2, got {_s(x)}")
     return _matrix("matrix_norm", x, (x.ndim - 2, x.ndim - 1), ord, keepdims)
 
 
@@ -196,7 +196,7 @@ def outer(x1, x2, /):
     """The outer product of two 1-D arrays: shape [n, m]."""
     a, b = asarray_any(x1), asarray_any(x2)
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(f"outer: needs 1-D arrays, got {_s(a)} and {_s(b)}")
+        raise user_error(ValueError, f"outer: needs 1-D arrays, got {_s(a)} and {_s(b)}")
     return _products.outer(a, b)
 
 
@@ -225,7 +225,7 @@ def cross(x1, x2, /, *, axis=-1):
     a, b = asarray_any(x1), asarray_any(x2)
     if a.ndim == 0 or b.ndim == 0 or a.shape[axis % a.ndim] != 3 \
             or b.shape[axis % b.ndim] != 3:
-        raise ValueError(
+        raise user_error(ValueError, 
             f"cross: needs 3 components along axis {axis}, got {_s(a)} and {_s(b)}"
         )
     return _products.cross(a, b, axis=axis)

@@ -5,6 +5,7 @@ import builtins
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy.creation import asarray, zeros
 from mytorch.numpy.joining import concatenate
 from mytorch.numpy.shapes import atleast_2d, ravel
@@ -30,7 +31,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """
     x = _float(atleast_2d(asarray(m)))
     if x.ndim > 2:
-        raise ValueError(f"cov: m has more than 2 dimensions ({x.aval.str_short()})")
+        raise user_error(ValueError, f"cov: m has more than 2 dimensions ({x.aval.str_short()})")
     if not rowvar and x.shape[0] != 1:
         x = x.T
     if y is not None:
@@ -45,12 +46,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if fweights is not None:
         w = asarray(fweights).astype(x.dtype)
         if w.ndim != 1 or w.shape[0] != n:
-            raise ValueError(f"cov: fweights must be 1-D with one entry per observation "
+            raise user_error(ValueError, f"cov: fweights must be 1-D with one entry per observation "
                              f"({n}), got shape {w.shape}")
     if aweights is not None:
         a = asarray(aweights).astype(x.dtype)
         if a.ndim != 1 or a.shape[0] != n:
-            raise ValueError(f"cov: aweights must be 1-D with one entry per observation "
+            raise user_error(ValueError, f"cov: aweights must be 1-D with one entry per observation "
                              f"({n}), got shape {a.shape}")
         w = a if w is None else w * a
     if w is None:
@@ -98,12 +99,12 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     if s.ndim == 1:
         s = s[:, None]
     if s.ndim != 2:
-        raise ValueError(f"histogramdd: sample must be (N, D), got {s.aval.str_short()}")
+        raise user_error(ValueError, f"histogramdd: sample must be (N, D), got {s.aval.str_short()}")
     d = s.shape[1]
     bins_ = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
     ranges = list(range) if range is not None else [None] * d
     if len(bins_) != d or len(ranges) != d:
-        raise ValueError(f"histogramdd: bins and range need one entry per dimension ({d})")
+        raise user_error(ValueError, f"histogramdd: bins and range need one entry per dimension ({d})")
     edges = [histogram_bin_edges(s[:, i], b, r) for i, (b, r) in
              enumerate(zip(bins_, ranges, strict=True))]
     shape = tuple(e.shape[0] - 1 for e in edges)
@@ -141,7 +142,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """Histogram of points (x[i], y[i]): (counts, x_edges, y_edges); see histogramdd."""
     xs, ys = ravel(asarray(x)), ravel(asarray(y))
     if xs.shape != ys.shape:
-        raise ValueError(f"histogram2d: x and y must have the same length, got "
+        raise user_error(ValueError, f"histogram2d: x and y must have the same length, got "
                          f"{xs.aval.str_short()} and {ys.aval.str_short()}")
     if not isinstance(bins, (list, tuple)):  # one int or one edge array for both
         bins = [bins, bins]

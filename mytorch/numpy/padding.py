@@ -10,8 +10,15 @@ import numpy as np
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.array import Array, from_numpy
+from mytorch.core.source_info import user_error
 from mytorch.numpy._manip_util import (
-    _arr, _broadcast_axis, _concat, _s, _set_dim, _slice_axis, _static,
+    _arr,
+    _broadcast_axis,
+    _concat,
+    _s,
+    _set_dim,
+    _slice_axis,
+    _static,
 )
 from mytorch.numpy._promote import broadcast_to_shape
 from mytorch.numpy.shapes import broadcast_to
@@ -26,7 +33,7 @@ def _as_pairs(op, name, value, ndim, as_index=False):
     v = _static(op, name, value)
     if as_index:
         if v.dtype.kind not in "iufb":
-            raise TypeError(f"{op}: {name} must hold ints, got {value!r}")
+            raise user_error(TypeError, f"{op}: {name} must hold ints, got {value!r}")
         v = np.round(v).astype(np.int64)
     if v.size == 1:
         pairs = [[v.reshape(-1)[0].item()] * 2] * ndim
@@ -36,10 +43,10 @@ def _as_pairs(op, name, value, ndim, as_index=False):
         try:
             pairs = np.broadcast_to(v, (ndim, 2)).tolist()
         except ValueError:
-            raise ValueError(f"{op}: {name} of shape {v.shape} cannot be broadcast to "
+            raise user_error(ValueError, f"{op}: {name} of shape {v.shape} cannot be broadcast to "
                              f"({ndim}, 2), one (before, after) pair per axis") from None
     if as_index and any(p < 0 for pair in pairs for p in pair):
-        raise ValueError(f"{op}: {name} must be non-negative, got {value!r}")
+        raise user_error(ValueError, f"{op}: {name} must be non-negative, got {value!r}")
     return pairs
 
 
@@ -66,16 +73,16 @@ def pad(array, pad_width, mode="constant", **kwargs):
     """
     x = _arr(array)
     if not isinstance(mode, str) or mode not in _PAD_KWARGS:
-        raise ValueError(f"pad: mode {mode!r} is not supported; use one of "
+        raise user_error(ValueError, f"pad: mode {mode!r} is not supported; use one of "
                          + ", ".join(repr(m) for m in _PAD_KWARGS))
     extra = set(kwargs) - _PAD_KWARGS[mode]
     if extra:
-        raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
+        raise user_error(ValueError, f"pad: unsupported keyword arguments for mode {mode!r}: "
                          f"{sorted(extra)}")
     widths = [tuple(p) for p in _as_pairs("pad", "pad_width", pad_width, x.ndim, True)]
     rtype = kwargs.get("reflect_type", "even")
     if rtype not in ("even", "odd"):
-        raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {rtype!r}")
+        raise user_error(ValueError, f"pad: reflect_type must be 'even' or 'odd', got {rtype!r}")
     ends = _as_pairs("pad", "end_values", kwargs.get("end_values", 0), x.ndim)
     lengths = kwargs.get("stat_length")
     lengths = [[None, None]] * x.ndim if lengths is None else _as_pairs(
@@ -89,7 +96,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return _pad_constant(x, widths, values)
     for ax, (lo, hi) in enumerate(widths):
         if x.shape[ax] == 0 and (lo or hi):
-            raise ValueError(f"pad: can't extend the empty axis {ax} of {_s(x)} with mode "
+            raise user_error(ValueError, f"pad: can't extend the empty axis {ax} of {_s(x)} with mode "
                              f"{mode!r}; only 'constant' and 'empty' can")
     if x.size == 0:
         return _pad_constant(x, widths, 0)
@@ -255,7 +262,7 @@ def _pad_stat(x, ax, lo, hi, lengths, mode):
     left_len = n if lengths[0] is None else min(lengths[0], n)
     right_len = n if lengths[1] is None else min(lengths[1], n)
     if (left_len == 0 or right_len == 0) and mode in ("maximum", "minimum"):
-        raise ValueError("pad: stat_length of 0 yields no value for padding")
+        raise user_error(ValueError, "pad: stat_length of 0 yields no value for padding")
     left = _stat(_slice_axis(x, 0, left_len, ax), ax, mode, x.dtype)
     right = left if left_len == right_len == n else _stat(
         _slice_axis(x, n - right_len, n, ax), ax, mode, x.dtype)

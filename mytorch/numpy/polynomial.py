@@ -5,6 +5,7 @@ import operator
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy._promote import promote_dtypes
 from mytorch.numpy.creation import arange, asarray, zeros
 from mytorch.numpy.joining import concatenate
@@ -16,7 +17,7 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint"]
 def _coeffs(name, p):
     p = asarray(p)
     if p.ndim != 1:
-        raise ValueError(f"{name}: the coefficients must be 1-D, got {p.aval.str_short()}")
+        raise user_error(ValueError, f"{name}: the coefficients must be 1-D, got {p.aval.str_short()}")
     return p
 
 
@@ -82,7 +83,7 @@ def polyder(p, m=1):
     """The `m`-th derivative of the polynomial `p` (a float array)."""
     m = operator.index(m)
     if m < 0:
-        raise ValueError(f"polyder: the order of derivative must be >= 0, got {m}")
+        raise user_error(ValueError, f"polyder: the order of derivative must be >= 0, got {m}")
     p = _float_coeffs("polyder", p)
     for _ in range(m):
         n = p.shape[0]
@@ -97,13 +98,13 @@ def polyint(p, m=1, k=None):
     (a scalar for all, or one per integration, the first used first; default 0)."""
     m = operator.index(m)
     if m < 0:
-        raise ValueError(f"polyint: the order of integral must be >= 0, got {m}")
+        raise user_error(ValueError, f"polyint: the order of integral must be >= 0, got {m}")
     p = _float_coeffs("polyint", p)
     k = zeros(m, p.dtype) if k is None else asarray(k).astype(p.dtype)
     if k.ndim == 0:
         k = lax.broadcast_in_dim(k, (m,), ())
     if k.ndim != 1 or k.shape[0] != m:
-        raise ValueError(f"polyint: k must be a scalar or have one constant per "
+        raise user_error(ValueError, f"polyint: k must be a scalar or have one constant per "
                          f"integration ({m}), got shape {k.shape}")
     for i in range(m):
         n = p.shape[0]

@@ -8,6 +8,7 @@ import operator
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy._promote import promote_dtypes
 from mytorch.numpy.creation import asarray, full
 from mytorch.numpy.joining import concatenate
@@ -26,9 +27,9 @@ def _inexact(name, *args):
 def _check_1d(name, **arrays):
     for what, x in arrays.items():
         if x.ndim != 1:
-            raise ValueError(f"{name}: {what} must be 1-D, got {x.aval.str_short()}")
+            raise user_error(ValueError, f"{name}: {what} must be 1-D, got {x.aval.str_short()}")
         if x.shape[0] == 0:
-            raise ValueError(f"{name}: {what} cannot be empty")
+            raise user_error(ValueError, f"{name}: {what} cannot be empty")
 
 
 def _correlate_full(a, v, precision):
@@ -49,7 +50,7 @@ def _mode_slice(full_, n, m, mode, name):
         return full_[start:start + max(n, m)]
     if mode == "valid":
         return full_[min(n, m) - 1:max(n, m)]
-    raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    raise user_error(ValueError, f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
@@ -96,11 +97,11 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     x, xp, fp = _inexact("interp", x, xp, fp)
     _check_1d("interp", xp=xp, fp=fp)
     if xp.shape != fp.shape:
-        raise ValueError(f"interp: xp and fp must have the same length, got "
+        raise user_error(ValueError, f"interp: xp and fp must have the same length, got "
                          f"{xp.aval.str_short()} and {fp.aval.str_short()}")
     if period is not None:
         if left is not None or right is not None:
-            raise ValueError("interp: left and right cannot be given with period")
+            raise user_error(ValueError, "interp: left and right cannot be given with period")
         period = abs(asarray(period).astype(x.dtype))
         x, xp = x % period, xp % period
         order = lax.sort((xp, fp), dimension=0, num_keys=1)
@@ -130,16 +131,16 @@ def _spacings(name, varargs, axes, f):
     if len(varargs) == 1 and len(axes) > 1 and asarray(varargs[0]).ndim == 0:
         return list(varargs) * len(axes)
     if len(varargs) != len(axes):
-        raise TypeError(f"gradient: expected 0, 1 or {len(axes)} spacings (one per axis), "
+        raise user_error(TypeError, f"gradient: expected 0, 1 or {len(axes)} spacings (one per axis), "
                         f"got {len(varargs)}")
     out = []
     for h, ax in zip(varargs, axes, strict=True):
         h = asarray(h)
         if h.ndim == 1 and h.shape[0] != f.shape[ax]:
-            raise ValueError(f"gradient: the coordinates for axis {ax} have length "
+            raise user_error(ValueError, f"gradient: the coordinates for axis {ax} have length "
                              f"{h.shape[0]}, but that axis has length {f.shape[ax]}")
         if h.ndim > 1:
-            raise ValueError(f"{name}: a spacing must be a scalar or 1-D, got "
+            raise user_error(ValueError, f"{name}: a spacing must be a scalar or 1-D, got "
                              f"{h.aval.str_short()}")
         out.append(h)
     return out
@@ -159,7 +160,7 @@ def _shape_for(h, ax, ndim):
 def _gradient_1axis(f, h, ax, edge_order):
     n = f.shape[ax]
     if n < edge_order + 1:
-        raise ValueError(f"gradient: axis {ax} needs at least {edge_order + 1} samples for "
+        raise user_error(ValueError, f"gradient: axis {ax} needs at least {edge_order + 1} samples for "
                          f"edge_order={edge_order}, got shape {f.shape}")
     h = asarray(h).astype(f.dtype)
     if h.ndim == 0:  # uniform spacing
@@ -203,7 +204,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     """
     edge_order = 1 if edge_order is None else edge_order
     if edge_order not in (1, 2):
-        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
+        raise user_error(ValueError, f"gradient: edge_order must be 1 or 2, got {edge_order!r}")
     (x,) = _inexact("gradient", f)
     if axis is None:
         axes = tuple(range(x.ndim))
@@ -212,7 +213,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     else:
         axes = (operator.index(axis) % max(x.ndim, 1),)
     if x.ndim == 0:
-        raise ValueError("gradient: f must have at least one dimension, got a scalar")
+        raise user_error(ValueError, "gradient: f must have at least one dimension, got a scalar")
     hs = _spacings("gradient", varargs, axes, x)
     out = [_gradient_1axis(x, h, ax, edge_order) for h, ax in zip(hs, axes, strict=True)]
     return out[0] if len(out) == 1 else out

@@ -24,7 +24,16 @@ from mytorch.core.source_info import user_error
 from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._promote import broadcast_shapes, promote_dtypes
 from mytorch.numpy._reduce_util import (
-    _arr, _axes, _bcast, _cast, _full, _inexact, _isnan, _ravel, _select, _slice_axis,
+    _arr,
+    _axes,
+    _bcast,
+    _cast,
+    _full,
+    _inexact,
+    _isnan,
+    _ravel,
+    _select,
+    _slice_axis,
 )
 
 __all__ = [
@@ -43,13 +52,13 @@ def _sort_input(name, a, axis):
         raise user_error(AxisError, f"{name}: axis {axis} is out of bounds for the 0-d "
                                     f"{x.aval.str_short()}; use axis=None or reshape it first")
     if isinstance(axis, (tuple, list)):
-        raise TypeError(f"{name}: axis must be an int or None, got {axis!r}")
+        raise user_error(TypeError, f"{name}: axis must be an int or None, got {axis!r}")
     return x, _axes(name, x, axis)[0]
 
 
 def _no_order(name, order):
     if order is not None:
-        raise ValueError(f"{name}: order= is not supported (mytorch has no structured "
+        raise user_error(ValueError, f"{name}: order= is not supported (mytorch has no structured "
                          "arrays); use lexsort for several keys")
 
 
@@ -108,17 +117,17 @@ def lexsort(keys, axis=-1):
     if not isinstance(keys, (tuple, list)):
         k = _arr(keys)
         if k.ndim == 0:
-            raise TypeError("lexsort: keys must be a sequence of arrays (or an array of "
+            raise user_error(TypeError, "lexsort: keys must be a sequence of arrays (or an array of "
                             f"rank >= 1), got the 0-d {k.aval.str_short()}")
         keys = [lax.reshape(_slice_axis(k, 0, i, i + 1), k.shape[1:])
                 for i in range(k.shape[0])]
     keys = [_arr(k) for k in keys]
     if not keys:
-        raise TypeError("lexsort: needs a sequence of keys with len > 0")
+        raise user_error(TypeError, "lexsort: needs a sequence of keys with len > 0")
     shape = keys[0].shape
     if any(k.shape != shape for k in keys):
         listing = ", ".join(k.aval.str_short() for k in keys)
-        raise ValueError(f"lexsort: all keys need the same shape, got {listing}")
+        raise user_error(ValueError, f"lexsort: all keys need the same shape, got {listing}")
     if not shape:
         keys = [lax.reshape(k, (1,)) for k in keys]
         shape = (1,)
@@ -132,7 +141,7 @@ def _check_kth(name, kth, n):
     for k in kths:
         k = operator.index(k)
         if not -n <= k < n:
-            raise ValueError(f"{name}: kth(={k}) out of bounds ({n})")
+            raise user_error(ValueError, f"{name}: kth(={k}) out of bounds ({n})")
 
 
 def partition(a, kth, axis=-1):
@@ -231,13 +240,13 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     Array(2, dtype=int32)
     """
     if side not in ("left", "right"):
-        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+        raise user_error(ValueError, f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if method not in _SEARCH:
-        raise ValueError(f"searchsorted: method must be one of {', '.join(_SEARCH)}, got "
+        raise user_error(ValueError, f"searchsorted: method must be one of {', '.join(_SEARCH)}, got "
                          f"{method!r}")
     av, vv = _arr(a), _arr(v)
     if av.ndim != 1:
-        raise ValueError(f"searchsorted: a must be 1-D, got {av.aval.str_short()}")
+        raise user_error(ValueError, f"searchsorted: a must be 1-D, got {av.aval.str_short()}")
     if sorter is not None:
         from mytorch.numpy.indexing import take
 
@@ -253,7 +262,7 @@ def digitize(x, bins, right=False, *, method="scan"):
     decreasing); `right` makes the intervals closed on the right."""
     b = _arr(bins)
     if b.ndim != 1:
-        raise ValueError(f"digitize: bins must be 1-D, got {b.aval.str_short()}")
+        raise user_error(ValueError, f"digitize: bins must be 1-D, got {b.aval.str_short()}")
     xv = _arr(x)
     side = "left" if right else "right"
     if b.shape[0] == 0:
@@ -325,13 +334,13 @@ def nonzero(a, *, size=None, fill_value=None):
     """
     x = _arr(a)
     if x.ndim == 0:
-        raise ValueError("nonzero: calling nonzero on 0d arrays is not allowed; use "
+        raise user_error(ValueError, "nonzero: calling nonzero on 0d arrays is not allowed; use "
                          "mnp.atleast_1d(a).nonzero() instead")
     flags = _ravel(x if dtypes.is_bool(x.dtype) else lax.ne(x, _full(x.shape, 0, x.dtype)))
     size = operator.index(_count_flags("nonzero", flags) if size is None else size)
     fills = fill_value if isinstance(fill_value, (tuple, list)) else [fill_value] * x.ndim
     if len(fills) != x.ndim:
-        raise ValueError(f"nonzero: fill_value needs one value per axis of "
+        raise user_error(ValueError, f"nonzero: fill_value needs one value per axis of "
                          f"{x.aval.str_short()}, got {fill_value!r}")
     (flat,), _, real = _compact(flags, [_iota((x.size,), 0)], size, [None])
     out, it = [], dtypes.default_int()
@@ -467,12 +476,12 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     """
     xv = _arr(x)
     if xv.ndim != 1:
-        raise ValueError(f"bincount: x must be 1-D, got {xv.aval.str_short()}")
+        raise user_error(ValueError, f"bincount: x must be 1-D, got {xv.aval.str_short()}")
     if not (dtypes.is_int(xv.dtype) or dtypes.is_bool(xv.dtype)):
-        raise TypeError(f"bincount: x must be an integer array, got {xv.aval.str_short()}")
+        raise user_error(TypeError, f"bincount: x must be an integer array, got {xv.aval.str_short()}")
     minlength = operator.index(minlength)
     if minlength < 0:
-        raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+        raise user_error(ValueError, f"bincount: minlength must be non-negative, got {minlength}")
     it = dtypes.default_int()
     xv = _cast(xv, it, False)
     if length is None:
@@ -484,7 +493,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is not None:
         w = _arr(weights)
         if w.shape != xv.shape:
-            raise ValueError(f"bincount: weights ({w.aval.str_short()}) must have the shape "
+            raise user_error(ValueError, f"bincount: weights ({w.aval.str_short()}) must have the shape "
                              f"of x ({xv.aval.str_short()})")
     return _bincount_fixed(lax.max(xv, _full((), 0, it)), w, length)
 
@@ -497,12 +506,12 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if not isinstance(bins, (int, np.integer)):
         b = _arr(bins)
         if b.ndim != 1:
-            raise ValueError(f"histogram: bins must be an int or 1-D, got {b.aval.str_short()}")
+            raise user_error(ValueError, f"histogram: bins must be an int or 1-D, got {b.aval.str_short()}")
         return _cast(b, dtypes.promote_types(b.dtype, dt) if dtypes.is_float(b.dtype) else dt,
                      False)
     bins = operator.index(bins)
     if bins < 1:
-        raise ValueError(f"histogram: bins must be a positive int, got {bins}")
+        raise user_error(ValueError, f"histogram: bins must be a positive int, got {bins}")
     xc = _cast(x, dt, False)
     if range is None:
         if x.size == 0:
@@ -513,7 +522,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     else:
         r0, r1 = range
         if not isinstance(r0, Array) and not isinstance(r1, Array) and r0 > r1:
-            raise ValueError(f"histogram: max must be larger than min in range={range!r}")
+            raise user_error(ValueError, f"histogram: max must be larger than min in range={range!r}")
         lo, hi = _cast(_arr(r0), dt, False), _cast(_arr(r1), dt, False)
     same = lax.eq(lo, hi)
     half = _full((), 0.5, dt)
@@ -582,14 +591,14 @@ def select(condlist, choicelist, default=0):
     All conditions (bool) and choices broadcast together; the choices promote to one dtype.
     """
     if len(condlist) != len(choicelist):
-        raise ValueError(f"select: condlist and choicelist need the same length, got "
+        raise user_error(ValueError, f"select: condlist and choicelist need the same length, got "
                          f"{len(condlist)} and {len(choicelist)}")
     if not condlist:
-        raise ValueError("select: condlist must be non-empty")
+        raise user_error(ValueError, "select: condlist must be non-empty")
     conds = [_arr(c) for c in condlist]
     for c in conds:
         if not dtypes.is_bool(c.dtype):
-            raise TypeError(f"select: conditions must be bool arrays, got {c.aval.str_short()}")
+            raise user_error(TypeError, f"select: conditions must be bool arrays, got {c.aval.str_short()}")
     choices = promote_dtypes("select", *choicelist, default)
     shape = broadcast_shapes("select", *[a.shape for a in conds + choices])
     out = _bcast(choices[-1], shape)

@@ -16,7 +16,15 @@ from mytorch.core.array import Array, from_numpy
 from mytorch.core.source_info import user_error
 from mytorch.errors import AxisError, ConcretizationTypeError
 from mytorch.numpy._index_lowering import (
-    _Gather, _IDX, _arr, _as_index, _broadcast_values, _concrete, _modulo, _s, _update,
+    _IDX,
+    _arr,
+    _as_index,
+    _broadcast_values,
+    _concrete,
+    _Gather,
+    _modulo,
+    _s,
+    _update,
     _wrap_negative,
 )
 from mytorch.numpy._promote import asarray_any, broadcast_to_shape, promote_dtypes
@@ -32,7 +40,7 @@ def _axis(name, axis, x):
     try:
         ax = operator.index(axis)
     except TypeError:
-        raise TypeError(f"{name}: axis must be an int, got {axis!r}") from None
+        raise user_error(TypeError, f"{name}: axis must be an int, got {axis!r}") from None
     if not -x.ndim <= ax < x.ndim:
         raise user_error(AxisError,
                          f"{name}: axis {ax} is out of bounds for {_s(x)} (rank {x.ndim})")
@@ -43,11 +51,11 @@ def _index_array(name, indices):
     """A static NumPy int64 array or an int Array."""
     if isinstance(indices, Array) and _concrete(indices) is None:
         if not (dtypes.is_int(indices.dtype) or dtypes.is_bool(indices.dtype)):
-            raise TypeError(f"{name}: indices must be integers, got {_s(indices)}")
+            raise user_error(TypeError, f"{name}: indices must be integers, got {_s(indices)}")
         return indices
     v = _concrete(indices) if isinstance(indices, Array) else np.asarray(indices)
     if v.dtype.kind not in "iub" and not (v.size == 0 and v.dtype.kind == "f"):
-        raise TypeError(f"{name}: indices must be integers, got dtype {v.dtype}")
+        raise user_error(TypeError, f"{name}: indices must be integers, got dtype {v.dtype}")
     return v.astype(np.int64)
 
 
@@ -61,7 +69,7 @@ def _take_mode(name, p, n, mode):
         return p, "clip"
     if mode == "wrap":
         return (_modulo(p, n) if n else p), "clip"
-    raise ValueError(
+    raise user_error(ValueError, 
         f"{name}: mode must be None, 'fill', 'clip' or 'wrap', got {mode!r} (indices may be "
         "traced, so 'raise' is not available)"
     )
@@ -77,7 +85,7 @@ def _along_mode(name, p, n, mode):
         return _wrap_negative(p, n), mode or "fill"
     if mode == "promise_in_bounds":
         return p, mode
-    raise ValueError(
+    raise user_error(ValueError, 
         f"{name}: mode must be None, 'fill', 'clip', 'wrap' or 'promise_in_bounds', got "
         f"{mode!r}"
     )
@@ -121,11 +129,11 @@ def _along_axis(name, x, indices, axis):
     p = _index_array(name, indices)
     if axis is None:
         if p.ndim != 1:
-            raise ValueError(f"{name}: with axis=None the indices must be 1-D, got shape "
+            raise user_error(ValueError, f"{name}: with axis=None the indices must be 1-D, got shape "
                              f"{tuple(p.shape)}")
         x, axis = _ravel(x), 0
     if p.ndim != x.ndim:
-        raise ValueError(
+        raise user_error(ValueError, 
             f"{name}: indices and arr must have the same number of dimensions, got indices "
             f"of shape {tuple(p.shape)} and {_s(x)}"
         )
@@ -133,7 +141,7 @@ def _along_axis(name, x, indices, axis):
     out = []
     for d, (s, t) in enumerate(zip(x.shape, p.shape, strict=True)):
         if d != axis and s != t and 1 not in (s, t):
-            raise ValueError(
+            raise user_error(ValueError, 
                 f"{name}: indices of shape {tuple(p.shape)} do not broadcast with {_s(x)} "
                 f"outside axis {axis}"
             )
@@ -176,7 +184,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def put_along_axis(arr, indices, values, axis, inplace=False, *, mode=None):
     """A copy of `arr` with `values` written at `indices` along `axis` (functional)."""
     if inplace:
-        raise ValueError("put_along_axis: mytorch arrays are immutable; pass inplace=False "
+        raise user_error(ValueError, "put_along_axis: mytorch arrays are immutable; pass inplace=False "
                          "and use the returned array")
     x0 = _arr(arr)
     x, ax, pieces, out = _along_axis("put_along_axis", x0, indices, axis)
@@ -205,14 +213,14 @@ def choose(a, choices, mode="raise"):
                 "mode='wrap' under a transformation"
             )
         if v.size and (v.min() < 0 or v.max() >= n):
-            raise ValueError("choose: invalid entry in choice array")
+            raise user_error(ValueError, "choose: invalid entry in choice array")
     idx = _as_index(idx)
     if mode == "wrap":
         idx = _modulo(idx, n)
     elif mode == "clip":
         idx = lax.clamp(0, idx, n - 1)
     elif mode != "raise":
-        raise ValueError(f"choose: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+        raise user_error(ValueError, f"choose: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
     from mytorch.numpy._promote import broadcast_shapes
 
     shape = broadcast_shapes("choose", idx.shape, *[c.shape for c in cs])
@@ -259,7 +267,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
         cond = _static_mask("compress", condition).reshape(-1)
         idx = np.nonzero(cond)[0]
         if idx.size and idx[-1] >= n:
-            raise IndexError(f"compress: condition has {cond.size} entries but axis {axis} "
+            raise user_error(IndexError, f"compress: condition has {cond.size} entries but axis {axis} "
                              f"of {_s(x)} has only {n}")
         return take(x, idx, axis=axis)
     cond = _arr(condition)
@@ -285,7 +293,7 @@ def ix_(*args):
             a = a.astype(np.int32) if a.size == 0 else a
         v = asarray_any(a)
         if v.ndim != 1:
-            raise ValueError(f"ix_: each input must be 1-D, got {_s(v)}")
+            raise user_error(ValueError, f"ix_: each input must be 1-D, got {_s(v)}")
         if dtypes.is_bool(v.dtype):
             v = from_numpy(np.nonzero(_static_mask("ix_", v))[0].astype(np.int32))
         shape = [1] * len(args)
@@ -305,7 +313,7 @@ def unravel_index(indices, shape):
     shape = tuple(operator.index(d) for d in shape)
     total = math.prod(shape)
     if total == 0:
-        raise ValueError(f"unravel_index: cannot unravel into the empty shape {shape}")
+        raise user_error(ValueError, f"unravel_index: cannot unravel into the empty shape {shape}")
     idx = lax.clamp(-total, idx, total - 1)
     idx = _wrap_negative(idx, total)
     out = []
@@ -322,10 +330,10 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     """
     dims = tuple(operator.index(d) for d in dims)
     if len(multi_index) != len(dims):
-        raise ValueError(f"ravel_multi_index: {len(multi_index)} index arrays for "
+        raise user_error(ValueError, f"ravel_multi_index: {len(multi_index)} index arrays for "
                          f"{len(dims)} dims")
     if order not in ("C", "F"):
-        raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
+        raise user_error(ValueError, f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
     arrays = [_as_index(_arr(i)) for i in multi_index]
     if mode == "raise":
         for a, d in zip(arrays, dims, strict=True):
@@ -336,13 +344,13 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
                     "or 'wrap' under a transformation"
                 )
             if v.size and (v.min() < 0 or v.max() >= d):
-                raise ValueError("ravel_multi_index: invalid entry in coordinates array")
+                raise user_error(ValueError, "ravel_multi_index: invalid entry in coordinates array")
     elif mode == "clip":
         arrays = [lax.clamp(0, a, max(d - 1, 0)) for a, d in zip(arrays, dims, strict=True)]
     elif mode == "wrap":
         arrays = [_modulo(a, d) for a, d in zip(arrays, dims, strict=True)]
     else:
-        raise ValueError(f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got "
+        raise user_error(ValueError, f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got "
                          f"{mode!r}")
     strides = [math.prod(dims[k + 1:]) for k in range(len(dims))] if order == "C" else \
         [math.prod(dims[:k]) for k in range(len(dims))]
@@ -369,16 +377,16 @@ def place(arr, mask, vals, *, inplace=False):
       An array of `arr`'s shape and dtype.
     """
     if inplace:
-        raise ValueError("place: mytorch arrays are immutable; pass inplace=False")
+        raise user_error(ValueError, "place: mytorch arrays are immutable; pass inplace=False")
     x = _arr(arr)
     m = _concrete(mask) if isinstance(mask, Array) else np.asarray(mask)
     shape = tuple(np.shape(mask)) if m is None else m.shape
     if shape != x.shape:
-        raise ValueError(f"place: mask of shape {shape} does not match {_s(x)}")
+        raise user_error(ValueError, f"place: mask of shape {shape} does not match {_s(x)}")
     v = _ravel(_arr(vals))
     if m is None:  # traced: the true positions first, then x.size (dropped), as JAX does
         if v.size == 0:
-            raise ValueError("place: cannot insert from an empty vals array")
+            raise user_error(ValueError, "place: cannot insert from an empty vals array")
         cond = _ravel(mask if dtypes.is_bool(mask.dtype) else lax.ne(mask, 0))
         pos = _sized_positions(cond, x.size)
         n = x.size
@@ -386,7 +394,7 @@ def place(arr, mask, vals, *, inplace=False):
         pos = np.nonzero(m.astype(bool).reshape(-1))[0]
         n = pos.size
         if n and v.size == 0:
-            raise ValueError("place: cannot insert from an empty vals array")
+            raise user_error(ValueError, "place: cannot insert from an empty vals array")
     if n == 0:
         return x
     v = take(v, np.arange(n) % v.shape[0])
@@ -409,7 +417,7 @@ def put(a, ind, v, mode=None, *, inplace=False):
     NumPy), "wrap" (modulo size), or "fill"/"drop" (out-of-bounds positions are dropped).
     """
     if inplace:
-        raise ValueError("put: mytorch arrays are immutable; pass inplace=False")
+        raise user_error(ValueError, "put: mytorch arrays are immutable; pass inplace=False")
     x = _arr(a)
     p = _index_array("put", ind)
     p = _ravel(p) if isinstance(p, Array) else p.reshape(-1)
@@ -422,7 +430,7 @@ def put(a, ind, v, mode=None, *, inplace=False):
     vals = _ravel(_arr(v))
     if vals.shape[0] != p.shape[0] and p.shape[0]:
         if vals.size == 0:
-            raise ValueError("put: cannot put an empty v")
+            raise user_error(ValueError, "put: cannot put an empty v")
         vals = take(vals, np.arange(p.shape[0]) % vals.shape[0])
     flat = _update("put", _ravel(x), (p,), vals, "set", mode, False, False)
     return lax.reshape(flat, x.shape)

@@ -13,6 +13,7 @@ import numpy as np
 
 from mytorch import lax
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
 from mytorch.numpy.comparisons import where as _where
 from mytorch.numpy.creation import asarray, full
 from mytorch.numpy.shapes import expand_dims, moveaxis, reshape
@@ -55,7 +56,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
 
     def _binary(self, method):
         if self.nin != 2 or self.nout != 1:
-            raise ValueError(f"{self.__name__}.{method}: only supported for binary ufuncs "
+            raise user_error(ValueError, f"{self.__name__}.{method}: only supported for binary ufuncs "
                              f"with one output")
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
@@ -69,14 +70,14 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         """
         self._binary("reduce")
         if out is not None:
-            raise TypeError(f"{self.__name__}.reduce: out is not supported: mytorch arrays "
+            raise user_error(TypeError, f"{self.__name__}.reduce: out is not supported: mytorch arrays "
                             f"are immutable")
         x = asarray(a)
         if dtype is not None:
             x = x.astype(dtype)
         axes = _axes(f"{self.__name__}.reduce", axis, x.ndim)
         if len(axes) > 1 and not self._reorderable:
-            raise ValueError(f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
+            raise user_error(ValueError, f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
                              f"at most one axis may be given (got axis={axis!r} for "
                              f"{x.aval.str_short()})")
         if where is not None:
@@ -84,7 +85,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
             # only right for idempotent operations such as max and min, as in NumPy)
             fill = initial if self.identity is None else self.identity
             if fill is None:
-                raise ValueError(f"{self.__name__}.reduce: where= needs an initial value: "
+                raise user_error(ValueError, f"{self.__name__}.reduce: where= needs an initial value: "
                                  f"{self.__name__} has no identity")
             x = _where(where, x, full((), fill, x.dtype))
         if self._reducer is not None:
@@ -106,7 +107,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         if initial is None:
             if n == 0:
                 if self.identity is None:
-                    raise ValueError(f"{self.__name__}.reduce: zero-size array to a "
+                    raise user_error(ValueError, f"{self.__name__}.reduce: zero-size array to a "
                                      f"reduction with no identity")
                 return full(rest, self.identity, x.dtype)
             carry, xs = x[0], x[1:]
@@ -121,16 +122,16 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         """The running reduction of `a` along `axis`: element i combines elements 0..i."""
         self._binary("accumulate")
         if out is not None:
-            raise TypeError(f"{self.__name__}.accumulate: out is not supported")
+            raise user_error(TypeError, f"{self.__name__}.accumulate: out is not supported")
         x = asarray(a)
         if dtype is not None:
             x = x.astype(dtype)
         if x.ndim == 0:
-            raise ValueError(f"{self.__name__}.accumulate: a must have at least one "
+            raise user_error(ValueError, f"{self.__name__}.accumulate: a must have at least one "
                              f"dimension")
         axis = operator.index(axis)
         if not -x.ndim <= axis < x.ndim:
-            raise ValueError(f"{self.__name__}.accumulate: axis {axis} is out of bounds for "
+            raise user_error(ValueError, f"{self.__name__}.accumulate: axis {axis} is out of bounds for "
                              f"{x.aval.str_short()}")
         if self._accumulator is not None:
             return self._accumulator(x, axis % x.ndim)
@@ -152,14 +153,14 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         repeatedly where the update is an `x.at[]` method: add, multiply, min, max). Arrays
         are immutable: pass inplace=False."""
         if inplace:
-            raise ValueError(
+            raise user_error(ValueError, 
                 f"{self.__name__}.at: mytorch arrays are immutable; pass inplace=False and "
                 f"use the returned array")
         x = asarray(a)
         if self.nin == 1:
             return x.at[indices].set(self._func(x[indices]))
         if b is None:
-            raise TypeError(f"{self.__name__}.at: a binary ufunc needs the operand b")
+            raise user_error(TypeError, f"{self.__name__}.at: a binary ufunc needs the operand b")
         if self._at is not None:
             return getattr(x.at[indices], self._at)(b)
         return x.at[indices].set(self._func(x[indices], b).astype(x.dtype))
@@ -173,11 +174,11 @@ def _axes(name, axis, ndim):
     for ax in axes:
         ax = operator.index(ax)
         if not -ndim <= ax < ndim:
-            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of "
+            raise user_error(ValueError, f"{name}: axis {ax} is out of bounds for an array of "
                              f"dimension {ndim}")
         out.append(ax % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{name}: duplicate axis in {axis}")
+        raise user_error(ValueError, f"{name}: duplicate axis in {axis}")
     return tuple(sorted(out))
 
 
