@@ -18,6 +18,14 @@ class ConcretizationTypeError(MytorchError, TypeError):
     """
 
 
+class TracedSliceError(ConcretizationTypeError, IndexError):
+    """A slice bound (`x[:n]`) was traced: the result's shape would depend on its value.
+
+    Both a ConcretizationTypeError (a TypeError) and an IndexError, JAX's class for it. Use
+    `lax.dynamic_slice(x, starts, sizes)` for a slice of static size at a traced start.
+    """
+
+
 class NonConcreteBooleanIndexError(MytorchError, IndexError):
     """A boolean mask index was traced: the result's shape would depend on its values.
 

@@ -122,6 +122,10 @@ MORE_NUMPY_CASES = [
     (lambda: mnp.zeros((2, -1)), TypeError, "zeros", "(2, -1)"),
     (lambda: mnp.subtract.reduce(A, axis=None), ValueError, "subtract.reduce", "f32[3,4]"),
     (lambda: mt.jit(lambda x: mnp.convolve(x, x))(A), ValueError, "convolve", "f32[3,4]"),
+    # a traced slice bound: JAX's IndexError, and still a ConcretizationTypeError
+    (lambda: mt.jit(lambda x, n: x[:n])(A, 2), IndexError, "slice bounds must be static",
+     "static_argnums"),
+    (lambda: mt.jit(lambda x, n: x[n:])(A, 2), ConcretizationTypeError, "i32[]"),
 ]
 
 

@@ -12,7 +12,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array, ArrayImpl, from_numpy
 from mytorch.core.source_info import where
 from mytorch.core.trace import Tracer
-from mytorch.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
+from mytorch.errors import NonConcreteBooleanIndexError, TracedSliceError
 from mytorch.numpy._promote import asarray_any, broadcast_to_shape
 
 _IDX = dtypes.int32
@@ -70,9 +70,10 @@ def _slice_part(v):
     if v is None:
         return None
     if isinstance(v, Tracer) and v.concrete_value() is None:
-        raise ConcretizationTypeError(
-            f"slice bounds must be static, but got a traced {_s(v)}. Use "
-            "lax.dynamic_slice(x, starts, sizes) for a slice of static size at a traced start"
+        raise TracedSliceError(
+            f"slice bounds must be static, but got a traced {_s(v)}{where()}. Use "
+            "lax.dynamic_slice(x, starts, sizes) for a slice of static size at a traced "
+            "start, or mark the bound static with static_argnums"
         )
     try:
         return operator.index(v)
