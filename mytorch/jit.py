@@ -285,7 +285,7 @@ class JitFunction:
             it = iter(dyn)
             full = [a if i in static_nums else next(it) for i, a in enumerate(args)]
             kw = dict(kw, **{k: v for k, v in kwargs.items() if k in self._static_names})
-            out = self._fun(*full, **kw)
+            out = _float0_as_structure(self._fun(*full, **kw))
             out_leaves, store["tree"] = tree_util.tree_flatten(out)
             return [_check_out(x, self._name) for x in out_leaves]
 
@@ -451,6 +451,28 @@ def _concrete(x, fn):
             "is not an array: pass arrays (or pytrees of arrays), or mark the argument "
             "static with static_argnums/static_argnames"
         ) from None
+
+
+class _Float0:
+    """A float0 output (the gradient of an integer input, `grad(allow_int=True)`): it
+    carries no data, so a jitted function keeps it in its output structure rather than
+    among the computed leaves; unflattening the structure gives the NumPy float0 zeros."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+tree_util.register_pytree_node(
+    _Float0, lambda x: ((), x.shape), lambda shape, _: np.zeros(shape, dtypes.float0))
+
+
+def _float0_as_structure(out):
+    def mark(x):
+        return _Float0(x.shape) if getattr(x, "dtype", None) == dtypes.float0 else x
+
+    return tree_util.tree_map(mark, out)
 
 
 def _check_out(x, name):

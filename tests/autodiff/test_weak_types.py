@@ -110,6 +110,12 @@ def test_allow_int_gives_float0_zeros(value):
         {"a": value, "b": mnp.float32(2)})
     assert tree["a"].dtype == mt.float0 and tree["a"].shape == np.shape(value)
     assert float(mt.tree_util.tree_leaves(tree["b"])[0].sum()) == float(np.sum(value))
+    # under jit too: the float0 zeros are part of the output structure (as JAX's jit)
+    jitted = mt.jit(mt.grad(lambda x, y: y * mnp.sum(x), argnums=(0, 1), allow_int=True))
+    g0, g1 = jitted(value, 1.0)
+    assert isinstance(g0, np.ndarray) and g0.dtype == mt.float0
+    assert g0.shape == np.shape(value)
+    assert float(g1) == float(np.sum(value))
 
 
 @pytest.mark.parametrize("fn", [mt.grad, mt.value_and_grad, mt.jacrev])
