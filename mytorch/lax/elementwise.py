@@ -390,6 +390,17 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
+def convert_to_existing(x, new_dtype, weak_type=False):
+    """`x` converted to exactly `new_dtype`, the dtype of an existing array: a 64-bit dtype
+    of an array made while x64 was on is kept (as JAX does), where `convert_element_type`,
+    which takes a requested dtype, would narrow it."""
+    x = asarray(x)
+    new_dtype = np.dtype(new_dtype)
+    if x.dtype == new_dtype and x.weak_type == weak_type:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
 def convert_element_type(x, new_dtype, weak_type=False):
     """`x` converted to `new_dtype` (64-bit dtypes narrow to 32 bits without x64)."""
     x = asarray(x)

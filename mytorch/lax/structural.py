@@ -24,7 +24,7 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, coerce_operands, short
-from mytorch.lax.elementwise import convert_element_type
+from mytorch.lax.elementwise import convert_element_type, convert_to_existing
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "squeeze", "expand_dims",
@@ -554,16 +554,17 @@ def full(shape, fill_value, dtype=None):
            [1.5, 1.5, 1.5]], dtype=float32, weak_type=True)
     """
     value = asarray(fill_value)
-    if dtype is None:
-        return _full(shape, value, value.dtype, value.weak_type, "full")
+    if dtype is None:  # the value's own dtype (kept even if 64-bit from an x64 session)
+        return _full(shape, value, value.dtype, value.weak_type, "full", exact=True)
     return _full(shape, value, dtypes.canonicalize(dtype, explicit=True), False, "full")
 
 
-def _full(shape, value, dtype, weak, op):
+def _full(shape, value, dtype, weak, op, exact=False):
     shape = int_tuple(shape, "shape", op)
     if value.ndim:
         raise user_error(TypeError, f"{op} needs a scalar fill_value, got {short(value.aval)}")
-    return broadcast(convert_element_type(value, dtype, weak_type=weak), shape)
+    convert = convert_to_existing if exact else convert_element_type
+    return broadcast(convert(value, dtype, weak_type=weak), shape)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
@@ -571,8 +572,9 @@ def full_like(x, fill_value, dtype=None, shape=None):
     (or `shape`), and `x`'s dtype and weak type (or `dtype`, strongly typed)."""
     aval = x if isinstance(x, ShapedArray) else asarray(x).aval
     shape = aval.shape if shape is None else shape
-    if dtype is None:
-        return _full(shape, asarray(fill_value), aval.dtype, aval.weak_type, "full_like")
+    if dtype is None:  # x's own dtype, kept even if it is 64-bit from an x64 session
+        return _full(shape, asarray(fill_value), aval.dtype, aval.weak_type, "full_like",
+                     exact=True)
     dtype = dtypes.canonicalize(dtype, explicit=True)
     return _full(shape, asarray(fill_value), dtype, False, "full_like")
 

@@ -13,6 +13,7 @@ from mytorch.core.array import Array, ArrayImpl, from_numpy
 from mytorch.core.source_info import where
 from mytorch.core.trace import Tracer
 from mytorch.errors import NonConcreteBooleanIndexError, TracedSliceError
+from mytorch.lax.elementwise import convert_to_existing
 from mytorch.numpy._promote import asarray_any, broadcast_to_shape
 
 _IDX = dtypes.int32
@@ -507,8 +508,8 @@ def _update(name, arr, idx, values, op, mode, sorted_, unique):
     mode = lax.GatherScatterMode.from_any(mode, name, "drop")
     x, entries, new_axes = _prepare(arr, idx)
     v = asarray_any(values)
-    if v.dtype != x.dtype or v.weak_type != x.weak_type:
-        v = lax.convert_element_type(v, x.dtype, weak_type=x.weak_type)
+    if v.dtype != x.dtype or v.weak_type != x.weak_type:  # x's dtype, even a 64-bit one
+        v = convert_to_existing(v, x.dtype, weak_type=x.weak_type)
     if _is_basic_static(entries):
         out = _basic_update(name, x, entries, v, op)
     else:

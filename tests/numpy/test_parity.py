@@ -154,6 +154,12 @@ def test_arrays_made_under_x64_narrow_on_use():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert_close(mt.grad(lambda x: (x * x).sum())(f), [2, 2, 2], dtype=F64)
+        # arrays like it and updates of it keep its dtype too (JAX 0.10: int64)
+        assert_close(mnp.zeros_like(b), [0, 0, 0], dtype=I64)
+        assert_close(mnp.full_like(b, 7), [7, 7, 7], dtype=I64)
+        assert_close(b.at[0].set(5), [5, 1, 2], dtype=I64)
+        assert_close(b.at[1].add(2), [0, 3, 2], dtype=I64)
+        assert_close(mt.jit(lambda v: v.at[0].set(5))(b), [5, 1, 2], dtype=I64)
 
 
 # ---- round, mt.scipy --------------------------------------------------------------------------
