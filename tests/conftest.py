@@ -39,6 +39,16 @@ def x64():
         mt.config.update("enable_x64", False)
 
 
+@pytest.fixture
+def debug_nans():
+    """Run the test with NaN checking on."""
+    mt.config.update("debug_nans", True)
+    try:
+        yield
+    finally:
+        mt.config.update("debug_nans", False)
+
+
 @pytest.fixture(autouse=True)
 def _reset_config():
     yield

@@ -17,13 +17,6 @@ from mytorch.lax.reductions_rules import associative_scan as _scan_one
 __all__ = ["associative_scan", "reduce", "collapse", "population_count", "clz"]
 
 
-def _slice_axis(x, start, stop, axis):
-    starts = [0] * x.ndim
-    stops = list(x.shape)
-    starts[axis], stops[axis] = start, stop
-    return st.slice(x, tuple(starts), tuple(stops))
-
-
 def associative_scan(fn, elems, reverse=False, axis=0):
     """The inclusive scan of `elems` (an array or a pytree of arrays sharing the length of
     `axis`) under the associative function `fn`, which maps two such pytrees of slices to
@@ -54,10 +47,10 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         leaves = [st.rev(x, (axis,)) for x in leaves]
     shift = 1
     while shift < n:
-        prev = tree_unflatten(tree, [_slice_axis(x, 0, n - shift, axis) for x in leaves])
-        cur = tree_unflatten(tree, [_slice_axis(x, shift, n, axis) for x in leaves])
+        prev = tree_unflatten(tree, [st.slice_in_dim(x, 0, n - shift, axis=axis) for x in leaves])
+        cur = tree_unflatten(tree, [st.slice_in_dim(x, shift, n, axis=axis) for x in leaves])
         combined, _ = tree_flatten(fn(prev, cur))
-        leaves = [st.concatenate([_slice_axis(x, 0, shift, axis), asarray(c)], axis)
+        leaves = [st.concatenate([st.slice_in_dim(x, 0, shift, axis=axis), asarray(c)], axis)
                   for x, c in zip(leaves, combined, strict=True)]
         shift *= 2
     if reverse:
@@ -143,10 +136,10 @@ def _tree_reduce(leaves, inits, tree, computation, dims):
     while xs[0].shape[ax] > 1:
         n = xs[0].shape[ax]
         half = n // 2
-        a = [_slice_axis(x, 0, half, ax) for x in xs]
-        b = [_slice_axis(x, half, 2 * half, ax) for x in xs]
+        a = [st.slice_in_dim(x, 0, half, axis=ax) for x in xs]
+        b = [st.slice_in_dim(x, half, 2 * half, axis=ax) for x in xs]
         out, _ = tree_flatten(computation(tree_unflatten(tree, a), tree_unflatten(tree, b)))
-        rest = [_slice_axis(x, 2 * half, n, ax) for x in xs]
+        rest = [st.slice_in_dim(x, 2 * half, n, axis=ax) for x in xs]
         xs = [st.concatenate([asarray(o), r], ax) if r.shape[ax] else asarray(o)
               for o, r in zip(out, rest, strict=True)]
     return [st.reshape(x, out_shape) for x in xs]

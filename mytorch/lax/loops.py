@@ -57,15 +57,21 @@ def _unroll_steps(names, unroll, length):
     """`unroll` as a step count (True: the whole loop, False: 1), as in JAX."""
     if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
+    return _non_negative_int(unroll, f"{names.op}: unroll", "a bool or an int",
+                             "a bool or a non-negative int")
+
+
+def _non_negative_int(value, what, type_words, sign_words):
+    """`value` as an int >= 0; else a TypeError ("`what` must be `type_words`") or a
+    ValueError ("... must be `sign_words`") with the user's line."""
     try:
-        unroll = operator.index(unroll)
+        value = operator.index(value)
     except TypeError:
-        raise TypeError(f"{names.op}: unroll must be a bool or an int, got "
-                        f"{describe_value(unroll)}{where()}") from None
-    if unroll < 0:
-        raise ValueError(f"{names.op}: unroll must be a bool or a non-negative int, got "
-                         f"{unroll}{where()}")
-    return unroll
+        raise TypeError(f"{what} must be {type_words}, got {describe_value(value)}"
+                        f"{where()}") from None
+    if value < 0:
+        raise ValueError(f"{what} must be {sign_words}, got {value}{where()}")
+    return value
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
@@ -267,13 +273,7 @@ def _batched_map(f, xs, batch_size):
     remainder vmapped once (batch_size=0: all of xs vmapped at once), as in JAX."""
     from mytorch.lax.structural import concatenate, reshape, slice_in_dim
 
-    try:
-        batch_size = operator.index(batch_size)
-    except TypeError:
-        raise TypeError(f"map: batch_size must be an int, got {describe_value(batch_size)}"
-                        f"{where()}") from None
-    if batch_size < 0:
-        raise ValueError(f"map: batch_size must be non-negative, got {batch_size}{where()}")
+    batch_size = _non_negative_int(batch_size, "map: batch_size", "an int", "non-negative")
     leaves, tree = leaves_as_arrays(xs, "map: xs")
     n = _scan_length(_MAP, leaves, None)
     n_batches, rest = divmod(n, batch_size) if batch_size else (0, n)

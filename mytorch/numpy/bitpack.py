@@ -14,7 +14,8 @@ __all__ = ["packbits", "unpackbits"]
 
 def _bitorder(name, bitorder):
     if bitorder not in ("big", "little"):
-        raise user_error(ValueError, f"{name}: bitorder must be 'big' or 'little', got {bitorder!r}")
+        raise user_error(ValueError,
+                         f"{name}: bitorder must be 'big' or 'little', got {bitorder!r}")
     shifts = arange(8, dtype=dtypes.uint8)
     return shifts[::-1] if bitorder == "big" else shifts
 
@@ -61,7 +62,8 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         n = bits.shape[-1]
         keep = n + count if count < 0 else count
         if keep < 0:
-            raise user_error(ValueError, f"unpackbits: count={count} drops more than the {n} bits there "
+            raise user_error(ValueError,
+                             f"unpackbits: count={count} drops more than the {n} bits there "
                              "are")
         if keep <= n:
             bits = bits[..., :keep]

@@ -226,7 +226,8 @@ def full(shape, fill_value, dtype=None):
 def _broadcast_to(x, shape, name):
     shape = tuple(shape)
     if x.ndim > len(shape) or any(d not in (1, s) for d, s in zip(x.shape[::-1], shape[::-1])):
-        raise user_error(ValueError, f"{name}: cannot broadcast {x.aval.str_short()} to shape {shape}")
+        raise user_error(ValueError,
+                         f"{name}: cannot broadcast {x.aval.str_short()} to shape {shape}")
     return broadcast_to_shape(x, shape)
 
 
@@ -517,7 +518,8 @@ def tri(N, M=None, k=0, dtype=None):
 def _tri_select(name, m, k, lower):
     m = asarray_any(m)
     if m.ndim == 0:
-        raise user_error(ValueError, f"{name}: needs an array of rank >= 1, got {m.aval.str_short()}")
+        raise user_error(ValueError,
+                         f"{name}: needs an array of rank >= 1, got {m.aval.str_short()}")
     n, cols = (m.shape[-2], m.shape[-1]) if m.ndim >= 2 else (m.shape[-1], m.shape[-1])
     rows_i, cols_i, k = _tri_mask(n, cols, k, name)
     diff = lax.sub(cols_i, rows_i)

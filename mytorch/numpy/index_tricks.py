@@ -25,7 +25,8 @@ def _static(v, name, what):
         try:
             return v.item()
         except ConcretizationTypeError:
-            raise user_error(TypeError, f"{name}: the {what} of a slice must be a static number, not a "
+            raise user_error(TypeError,
+                             f"{name}: the {what} of a slice must be a static number, not a "
                             f"traced value") from None
     return v
 
@@ -56,7 +57,8 @@ class _Grid:
         keys = (key,) if single else tuple(key)
         for k in keys:
             if not isinstance(k, slice):
-                raise user_error(TypeError, f"{self.name}: expected slices such as 0:3 or 0:1:5j, got "
+                raise user_error(TypeError,
+                                 f"{self.name}: expected slices such as 0:3 or 0:1:5j, got "
                                 f"{k!r}")
         axes = [_range(k, self.name) for k in keys]
         if single:
@@ -119,7 +121,8 @@ class _Concatenator:
         parts = []
         for item in items:
             if isinstance(item, str):
-                raise user_error(ValueError, f"{self.name}: a directive string must come first, got "
+                raise user_error(ValueError,
+                                 f"{self.name}: a directive string must come first, got "
                                  f"{item!r} later")
             if isinstance(item, slice):
                 part = _with_ndmin(_range(item, self.name), ndmin, trans1d, True)
@@ -142,14 +145,16 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     rows) or N-d with all dimensions equal.
     """
     if inplace:
-        raise user_error(ValueError, "fill_diagonal: mytorch arrays are immutable; pass inplace=False "
+        raise user_error(ValueError,
+                         "fill_diagonal: mytorch arrays are immutable; pass inplace=False "
                          "and use the returned array")
     x = array(a, copy=False)
     if x.ndim < 2:
         raise user_error(ValueError, f"fill_diagonal: array must be at least 2-d, got "
                          f"{x.aval.str_short()}")
     if x.ndim > 2 and len(set(x.shape)) != 1:
-        raise user_error(ValueError, f"fill_diagonal: all dimensions of an N-d array must be equal, got "
+        raise user_error(ValueError,
+                         f"fill_diagonal: all dimensions of an N-d array must be equal, got "
                          f"shape {x.shape}")
     if x.ndim == 2:
         rows, cols = x.shape

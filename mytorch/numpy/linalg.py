@@ -56,7 +56,8 @@ def _norm_axes(name, axis, x):
         try:
             a = operator.index(a)
         except TypeError:
-            raise user_error(TypeError, f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
+            raise user_error(TypeError,
+                             f"{name}: axis must be an int or a tuple of ints, got {axis!r}") \
                 from None
         if not -x.ndim <= a < x.ndim:
             raise user_error(AxisError,

@@ -46,12 +46,14 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if fweights is not None:
         w = asarray(fweights).astype(x.dtype)
         if w.ndim != 1 or w.shape[0] != n:
-            raise user_error(ValueError, f"cov: fweights must be 1-D with one entry per observation "
+            raise user_error(ValueError,
+                             f"cov: fweights must be 1-D with one entry per observation "
                              f"({n}), got shape {w.shape}")
     if aweights is not None:
         a = asarray(aweights).astype(x.dtype)
         if a.ndim != 1 or a.shape[0] != n:
-            raise user_error(ValueError, f"cov: aweights must be 1-D with one entry per observation "
+            raise user_error(ValueError,
+                             f"cov: aweights must be 1-D with one entry per observation "
                              f"({n}), got shape {a.shape}")
         w = a if w is None else w * a
     if w is None:
@@ -99,12 +101,14 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     if s.ndim == 1:
         s = s[:, None]
     if s.ndim != 2:
-        raise user_error(ValueError, f"histogramdd: sample must be (N, D), got {s.aval.str_short()}")
+        raise user_error(ValueError,
+                         f"histogramdd: sample must be (N, D), got {s.aval.str_short()}")
     d = s.shape[1]
     bins_ = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
     ranges = list(range) if range is not None else [None] * d
     if len(bins_) != d or len(ranges) != d:
-        raise user_error(ValueError, f"histogramdd: bins and range need one entry per dimension ({d})")
+        raise user_error(ValueError,
+                         f"histogramdd: bins and range need one entry per dimension ({d})")
     edges = [histogram_bin_edges(s[:, i], b, r) for i, (b, r) in
              enumerate(zip(bins_, ranges, strict=True))]
     shape = tuple(e.shape[0] - 1 for e in edges)

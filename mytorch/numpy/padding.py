@@ -96,7 +96,8 @@ def pad(array, pad_width, mode="constant", **kwargs):
         return _pad_constant(x, widths, values)
     for ax, (lo, hi) in enumerate(widths):
         if x.shape[ax] == 0 and (lo or hi):
-            raise user_error(ValueError, f"pad: can't extend the empty axis {ax} of {_s(x)} with mode "
+            raise user_error(ValueError,
+                             f"pad: can't extend the empty axis {ax} of {_s(x)} with mode "
                              f"{mode!r}; only 'constant' and 'empty' can")
     if x.size == 0:
         return _pad_constant(x, widths, 0)

@@ -17,7 +17,8 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint"]
 def _coeffs(name, p):
     p = asarray(p)
     if p.ndim != 1:
-        raise user_error(ValueError, f"{name}: the coefficients must be 1-D, got {p.aval.str_short()}")
+        raise user_error(ValueError,
+                         f"{name}: the coefficients must be 1-D, got {p.aval.str_short()}")
     return p
 
 

@@ -131,7 +131,8 @@ def _spacings(name, varargs, axes, f):
     if len(varargs) == 1 and len(axes) > 1 and asarray(varargs[0]).ndim == 0:
         return list(varargs) * len(axes)
     if len(varargs) != len(axes):
-        raise user_error(TypeError, f"gradient: expected 0, 1 or {len(axes)} spacings (one per axis), "
+        raise user_error(TypeError,
+                         f"gradient: expected 0, 1 or {len(axes)} spacings (one per axis), "
                         f"got {len(varargs)}")
     out = []
     for h, ax in zip(varargs, axes, strict=True):
@@ -146,12 +147,6 @@ def _spacings(name, varargs, axes, f):
     return out
 
 
-def _along(x, ax, start, stop):
-    idx = [slice(None)] * x.ndim
-    idx[ax] = slice(start, stop)
-    return x[tuple(idx)]
-
-
 def _shape_for(h, ax, ndim):
     return lax.reshape(h, tuple(h.shape[0] if i == ax else 1 for i in range(ndim))) \
         if h.ndim else h
@@ -160,31 +155,25 @@ def _shape_for(h, ax, ndim):
 def _gradient_1axis(f, h, ax, edge_order):
     n = f.shape[ax]
     if n < edge_order + 1:
-        raise user_error(ValueError, f"gradient: axis {ax} needs at least {edge_order + 1} samples for "
-                         f"edge_order={edge_order}, got shape {f.shape}")
+        raise user_error(ValueError, f"gradient: axis {ax} needs at least {edge_order + 1} "
+                         f"samples for edge_order={edge_order}, got shape {f.shape}")
+    at = lambda lo, hi: lax.slice_in_dim(f, lo, hi, axis=ax)  # noqa: E731
     h = asarray(h).astype(f.dtype)
-    if h.ndim == 0:  # uniform spacing
-        dx = lax.broadcast_in_dim(h, (n - 1,), ())
-    else:
-        dx = h[1:] - h[:-1]
-    a, b = _shape_for(dx[:-1], ax, f.ndim), _shape_for(dx[1:], ax, f.ndim)
-    inner = (a * a * _along(f, ax, 2, None) - b * b * _along(f, ax, None, -2)
-             + (b * b - a * a) * _along(f, ax, 1, -1)) / (a * b * (a + b))
-    f0, f1, f2 = (_along(f, ax, i, i + 1) for i in range(3)) if n > 2 else (None,) * 3
-    l3, l2, l1 = (_along(f, ax, i, i + 1 if i < -1 else None) for i in (-3, -2, -1)) \
-        if n > 2 else (None,) * 3
-    d = [_shape_for(dx[i:i + 1] if i != -1 else dx[-1:], ax, f.ndim) for i in (0, 1, -2, -1)] \
-        if n > 2 else [_shape_for(dx[:1], ax, f.ndim)] * 4
+    dx = lax.broadcast_in_dim(h, (n - 1,), ()) if h.ndim == 0 else h[1:] - h[:-1]
+    step = lambda lo, hi: _shape_for(dx[lo:hi], ax, f.ndim)  # noqa: E731
+    a, b = step(None, -1), step(1, None)
+    inner = (a * a * at(2, None) - b * b * at(None, -2) + (b * b - a * a) * at(1, -1)) \
+        / (a * b * (a + b))
     if edge_order == 1:
-        first = (_along(f, ax, 1, 2) - _along(f, ax, 0, 1)) / d[0]
-        last = (_along(f, ax, -1, None) - _along(f, ax, -2, -1)) / d[3]
-    else:
-        p, q = d[0], d[1]
-        first = (-(2 * p + q) / (p * (p + q)) * f0 + (p + q) / (p * q) * f1
-                 - p / (q * (p + q)) * f2)
-        p, q = d[2], d[3]
-        last = (q / (p * (p + q)) * l3 - (p + q) / (p * q) * l2
-                + (2 * q + p) / (q * (p + q)) * l1)
+        first = (at(1, 2) - at(0, 1)) / step(0, 1)
+        last = (at(-1, None) - at(-2, -1)) / step(-1, None)
+    else:  # NumPy's second-order one-sided formulas for uneven spacings
+        p, q = step(0, 1), step(1, 2)
+        first = (-(2 * p + q) / (p * (p + q)) * at(0, 1) + (p + q) / (p * q) * at(1, 2)
+                 - p / (q * (p + q)) * at(2, 3))
+        p, q = step(-2, -1), step(-1, None)
+        last = (q / (p * (p + q)) * at(-3, -2) - (p + q) / (p * q) * at(-2, -1)
+                + (2 * q + p) / (q * (p + q)) * at(-1, None))
     return concatenate([first, inner, last], axis=ax)
 
 

@@ -117,7 +117,8 @@ def lexsort(keys, axis=-1):
     if not isinstance(keys, (tuple, list)):
         k = _arr(keys)
         if k.ndim == 0:
-            raise user_error(TypeError, "lexsort: keys must be a sequence of arrays (or an array of "
+            raise user_error(TypeError,
+                             "lexsort: keys must be a sequence of arrays (or an array of "
                             f"rank >= 1), got the 0-d {k.aval.str_short()}")
         keys = [lax.reshape(_slice_axis(k, 0, i, i + 1), k.shape[1:])
                 for i in range(k.shape[0])]
@@ -242,7 +243,8 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if side not in ("left", "right"):
         raise user_error(ValueError, f"searchsorted: side must be 'left' or 'right', got {side!r}")
     if method not in _SEARCH:
-        raise user_error(ValueError, f"searchsorted: method must be one of {', '.join(_SEARCH)}, got "
+        raise user_error(ValueError,
+                         f"searchsorted: method must be one of {', '.join(_SEARCH)}, got "
                          f"{method!r}")
     av, vv = _arr(a), _arr(v)
     if av.ndim != 1:
@@ -478,7 +480,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if xv.ndim != 1:
         raise user_error(ValueError, f"bincount: x must be 1-D, got {xv.aval.str_short()}")
     if not (dtypes.is_int(xv.dtype) or dtypes.is_bool(xv.dtype)):
-        raise user_error(TypeError, f"bincount: x must be an integer array, got {xv.aval.str_short()}")
+        raise user_error(TypeError,
+                         f"bincount: x must be an integer array, got {xv.aval.str_short()}")
     minlength = operator.index(minlength)
     if minlength < 0:
         raise user_error(ValueError, f"bincount: minlength must be non-negative, got {minlength}")
@@ -493,7 +496,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if weights is not None:
         w = _arr(weights)
         if w.shape != xv.shape:
-            raise user_error(ValueError, f"bincount: weights ({w.aval.str_short()}) must have the shape "
+            raise user_error(ValueError,
+                             f"bincount: weights ({w.aval.str_short()}) must have the shape "
                              f"of x ({xv.aval.str_short()})")
     return _bincount_fixed(lax.max(xv, _full((), 0, it)), w, length)
 
@@ -506,7 +510,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if not isinstance(bins, (int, np.integer)):
         b = _arr(bins)
         if b.ndim != 1:
-            raise user_error(ValueError, f"histogram: bins must be an int or 1-D, got {b.aval.str_short()}")
+            raise user_error(ValueError,
+                             f"histogram: bins must be an int or 1-D, got {b.aval.str_short()}")
         return _cast(b, dtypes.promote_types(b.dtype, dt) if dtypes.is_float(b.dtype) else dt,
                      False)
     bins = operator.index(bins)
@@ -522,7 +527,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     else:
         r0, r1 = range
         if not isinstance(r0, Array) and not isinstance(r1, Array) and r0 > r1:
-            raise user_error(ValueError, f"histogram: max must be larger than min in range={range!r}")
+            raise user_error(ValueError,
+                             f"histogram: max must be larger than min in range={range!r}")
         lo, hi = _cast(_arr(r0), dt, False), _cast(_arr(r1), dt, False)
     same = lax.eq(lo, hi)
     half = _full((), 0.5, dt)
@@ -598,7 +604,8 @@ def select(condlist, choicelist, default=0):
     conds = [_arr(c) for c in condlist]
     for c in conds:
         if not dtypes.is_bool(c.dtype):
-            raise user_error(TypeError, f"select: conditions must be bool arrays, got {c.aval.str_short()}")
+            raise user_error(TypeError,
+                             f"select: conditions must be bool arrays, got {c.aval.str_short()}")
     choices = promote_dtypes("select", *choicelist, default)
     shape = broadcast_shapes("select", *[a.shape for a in conds + choices])
     out = _bcast(choices[-1], shape)

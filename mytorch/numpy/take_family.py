@@ -129,7 +129,8 @@ def _along_axis(name, x, indices, axis):
     p = _index_array(name, indices)
     if axis is None:
         if p.ndim != 1:
-            raise user_error(ValueError, f"{name}: with axis=None the indices must be 1-D, got shape "
+            raise user_error(ValueError,
+                             f"{name}: with axis=None the indices must be 1-D, got shape "
                              f"{tuple(p.shape)}")
         x, axis = _ravel(x), 0
     if p.ndim != x.ndim:
@@ -184,7 +185,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 def put_along_axis(arr, indices, values, axis, inplace=False, *, mode=None):
     """A copy of `arr` with `values` written at `indices` along `axis` (functional)."""
     if inplace:
-        raise user_error(ValueError, "put_along_axis: mytorch arrays are immutable; pass inplace=False "
+        raise user_error(ValueError,
+                         "put_along_axis: mytorch arrays are immutable; pass inplace=False "
                          "and use the returned array")
     x0 = _arr(arr)
     x, ax, pieces, out = _along_axis("put_along_axis", x0, indices, axis)
@@ -220,7 +222,8 @@ def choose(a, choices, mode="raise"):
     elif mode == "clip":
         idx = lax.clamp(0, idx, n - 1)
     elif mode != "raise":
-        raise user_error(ValueError, f"choose: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+        raise user_error(ValueError,
+                         f"choose: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
     from mytorch.numpy._promote import broadcast_shapes
 
     shape = broadcast_shapes("choose", idx.shape, *[c.shape for c in cs])
@@ -267,7 +270,8 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
         cond = _static_mask("compress", condition).reshape(-1)
         idx = np.nonzero(cond)[0]
         if idx.size and idx[-1] >= n:
-            raise user_error(IndexError, f"compress: condition has {cond.size} entries but axis {axis} "
+            raise user_error(IndexError,
+                             f"compress: condition has {cond.size} entries but axis {axis} "
                              f"of {_s(x)} has only {n}")
         return take(x, idx, axis=axis)
     cond = _arr(condition)
@@ -344,13 +348,15 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
                     "or 'wrap' under a transformation"
                 )
             if v.size and (v.min() < 0 or v.max() >= d):
-                raise user_error(ValueError, "ravel_multi_index: invalid entry in coordinates array")
+                raise user_error(ValueError,
+                                 "ravel_multi_index: invalid entry in coordinates array")
     elif mode == "clip":
         arrays = [lax.clamp(0, a, max(d - 1, 0)) for a, d in zip(arrays, dims, strict=True)]
     elif mode == "wrap":
         arrays = [_modulo(a, d) for a, d in zip(arrays, dims, strict=True)]
     else:
-        raise user_error(ValueError, f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got "
+        raise user_error(ValueError,
+                         f"ravel_multi_index: mode must be 'raise', 'clip' or 'wrap', got "
                          f"{mode!r}")
     strides = [math.prod(dims[k + 1:]) for k in range(len(dims))] if order == "C" else \
         [math.prod(dims[:k]) for k in range(len(dims))]

@@ -56,7 +56,8 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
 
     def _binary(self, method):
         if self.nin != 2 or self.nout != 1:
-            raise user_error(ValueError, f"{self.__name__}.{method}: only supported for binary ufuncs "
+            raise user_error(ValueError,
+                             f"{self.__name__}.{method}: only supported for binary ufuncs "
                              f"with one output")
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
@@ -70,14 +71,16 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         """
         self._binary("reduce")
         if out is not None:
-            raise user_error(TypeError, f"{self.__name__}.reduce: out is not supported: mytorch arrays "
+            raise user_error(TypeError,
+                             f"{self.__name__}.reduce: out is not supported: mytorch arrays "
                             f"are immutable")
         x = asarray(a)
         if dtype is not None:
             x = x.astype(dtype)
         axes = _axes(f"{self.__name__}.reduce", axis, x.ndim)
         if len(axes) > 1 and not self._reorderable:
-            raise user_error(ValueError, f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
+            raise user_error(ValueError,
+                             f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
                              f"at most one axis may be given (got axis={axis!r} for "
                              f"{x.aval.str_short()})")
         if where is not None:
@@ -85,7 +88,8 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
             # only right for idempotent operations such as max and min, as in NumPy)
             fill = initial if self.identity is None else self.identity
             if fill is None:
-                raise user_error(ValueError, f"{self.__name__}.reduce: where= needs an initial value: "
+                raise user_error(ValueError,
+                                 f"{self.__name__}.reduce: where= needs an initial value: "
                                  f"{self.__name__} has no identity")
             x = _where(where, x, full((), fill, x.dtype))
         if self._reducer is not None:
@@ -131,7 +135,8 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
                              f"dimension")
         axis = operator.index(axis)
         if not -x.ndim <= axis < x.ndim:
-            raise user_error(ValueError, f"{self.__name__}.accumulate: axis {axis} is out of bounds for "
+            raise user_error(ValueError,
+                             f"{self.__name__}.accumulate: axis {axis} is out of bounds for "
                              f"{x.aval.str_short()}")
         if self._accumulator is not None:
             return self._accumulator(x, axis % x.ndim)

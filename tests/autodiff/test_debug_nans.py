@@ -6,15 +6,6 @@ import mytorch as mt
 import mytorch.numpy as mnp
 
 
-@pytest.fixture
-def debug_nans():
-    mt.config.update("debug_nans", True)
-    try:
-        yield
-    finally:
-        mt.config.update("debug_nans", False)
-
-
 def _log_where(x):
     y = mnp.where(x > 0, mnp.log(x), 0.0)  # NAN-LINE: the where trap
     return y.sum()

@@ -348,15 +348,6 @@ def test_a_finished_example_never_reaches_the_gradient(trap, every, ns):
 
 
 # ---- values: an example never computes what it skipped ---------------------------------
-@pytest.fixture
-def debug_nans():
-    mt.config.update("debug_nans", True)
-    try:
-        yield
-    finally:
-        mt.config.update("debug_nans", False)
-
-
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_debug_nans_sees_no_value_of_a_branch_an_example_skipped(debug_nans, case):
     # an example that skips a branch feeds it the operands of one that takes it, so
