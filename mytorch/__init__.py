@@ -35,3 +35,5 @@ from mytorch import dlpack, scipy  # noqa: E402,F401
 from mytorch.custom_derivatives import closure_convert  # noqa: E402
 from mytorch.linear_util import linear_transpose  # noqa: E402
 from mytorch import ad_checkpoint  # noqa: E402,F401
+# the training stack (issue 14)
+from mytorch import random, nn, optim, mixed_precision  # noqa: E402,F401

@@ -1,0 +1,1 @@
+"""Mixed precision: jmp-style policies and dynamic loss scaling."""

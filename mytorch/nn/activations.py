@@ -1,0 +1,3 @@
+"""mt.nn: activations."""
+
+__all__ = []

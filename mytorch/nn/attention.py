@@ -1,0 +1,3 @@
+"""mt.nn: attention."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""mt.nn: containers."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""mt.nn: dropout."""
+
+__all__ = []

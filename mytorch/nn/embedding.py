@@ -1,0 +1,3 @@
+"""mt.nn: embedding."""
+
+__all__ = []

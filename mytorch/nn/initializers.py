@@ -1,0 +1,1 @@
+"""mt.nn.initializers: the jax.nn.initializers by the same names."""

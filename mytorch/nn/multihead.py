@@ -1,0 +1,3 @@
+"""mt.nn: multihead."""
+
+__all__ = []

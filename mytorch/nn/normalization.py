@@ -1,0 +1,3 @@
+"""mt.nn: normalization."""
+
+__all__ = []

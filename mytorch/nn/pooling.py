@@ -1,0 +1,3 @@
+"""mt.nn: pooling."""
+
+__all__ = []

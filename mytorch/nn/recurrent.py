@@ -1,0 +1,3 @@
+"""mt.nn: recurrent."""
+
+__all__ = []

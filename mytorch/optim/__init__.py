@@ -1,0 +1,1 @@
+"""mt.optim: Optax's GradientTransformations by Optax's names and signatures."""
