@@ -19,6 +19,8 @@ from mytorch.lax.sorting import *  # noqa: F401,F403
 from mytorch.lax.dot import *  # noqa: F401,F403
 from mytorch.lax.convolution import *  # noqa: F401,F403
 from mytorch.lax.parallel import *  # noqa: F401,F403
+from mytorch.lax.prng import *  # noqa: F401,F403
+from mytorch.lax.attention import *  # noqa: F401,F403
 
 from mytorch.lax import elementwise_rules as _elementwise_rules  # noqa: F401,E402
 from mytorch.core import ad_util as _ad_util  # noqa: F401,E402  (add_any, zeros)

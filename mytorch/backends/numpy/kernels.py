@@ -1,6 +1,7 @@
 """Imports every module of NumPy kernels, so that each registers its kernels."""
 
 from mytorch.backends.numpy import (  # noqa: F401
+    attention,
     control_flow_cond,
     control_flow_scan,
     control_flow_tape,
@@ -8,6 +9,7 @@ from mytorch.backends.numpy import (  # noqa: F401
     convolution,
     dot,
     indexing,
+    prng,
     reductions,
     sorting,
     structural,

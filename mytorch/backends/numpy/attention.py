@@ -1,0 +1,1 @@
+"""NumPy kernels of the attention primitives (mytorch/lax/attention.py)."""

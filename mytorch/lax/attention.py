@@ -1,0 +1,3 @@
+"""Scaled dot-product attention as primitives."""
+
+__all__ = []

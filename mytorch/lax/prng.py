@@ -1,0 +1,3 @@
+"""The threefry-2x32 counter-based random-bit primitive."""
+
+__all__ = []
