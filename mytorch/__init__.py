@@ -37,3 +37,5 @@ from mytorch.linear_util import linear_transpose  # noqa: E402
 from mytorch import ad_checkpoint  # noqa: E402,F401
 # the training stack (issue 14)
 from mytorch import random, nn, optim, mixed_precision  # noqa: E402,F401
+from mytorch.serialization import load, save  # noqa: E402
+from mytorch.checkpointer import Checkpointer  # noqa: E402

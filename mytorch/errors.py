@@ -67,3 +67,11 @@ class X64Warning(UserWarning):
 
 class RetraceWarning(UserWarning):
     """A jitted function was traced again; the message says which argument changed."""
+
+
+class CheckpointError(MytorchError, ValueError):
+    """A checkpoint file is truncated, corrupted, or does not match the structure asked for.
+
+    The message names the file and what is wrong (for `like=`, the first mismatched leaf by
+    its key path).
+    """
