@@ -14,7 +14,7 @@ import numpy as np
 import mytorch.numpy as mnp
 from mytorch import lax
 
-__all__ = ["cholesky", "qr", "eigh"]
+__all__ = ["cholesky", "eigh", "qr"]
 
 
 def _one_hot(j, n, dtype):
@@ -81,10 +81,10 @@ def qr(a):
         nonzero = vv > 0
         tau = mnp.where(nonzero, 2 / mnp.where(nonzero, vv, 1), 0)[..., None]
         # H = I - tau v v^T;  r <- H r;  q <- q H
-        r = r - tau[..., None] * v[..., :, None] * mnp.einsum("...i,...ij->...j", v, r)[
-            ..., None, :]
-        q = q - tau[..., None] * mnp.einsum("...ij,...j->...i", q, v)[..., :, None] * v[
-            ..., None, :]
+        vr = mnp.einsum("...i,...ij->...j", v, r)
+        qv = mnp.einsum("...ij,...j->...i", q, v)
+        r = r - tau[..., None] * v[..., :, None] * vr[..., None, :]
+        q = q - tau[..., None] * qv[..., :, None] * v[..., None, :]
         return q, r
 
     q0 = mnp.broadcast_to(mnp.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m))
