@@ -30,7 +30,7 @@ from mytorch.core.tree_paths import DictKey, FlattenedIndexKey, GetAttrKey, Sequ
 from mytorch.core.tree_util import tree_flatten_with_path, tree_structure
 from mytorch.errors import CheckpointError
 
-__all__ = ["save", "load", "FORMAT_VERSION"]
+__all__ = ["FORMAT_VERSION", "load", "save"]
 
 FORMAT_VERSION = "1"
 _MAX_HEADER = 100 * 1024 * 1024  # the safetensors limit: refuse absurd header lengths
@@ -500,6 +500,9 @@ def _load_like(reader, tree_json, like):
     return treedef.unflatten(out)
 
 
+_SCALAR_KINDS = {"bool": dtypes.is_bool, "int": dtypes.is_int, "float": dtypes.is_float}
+
+
 def _match_leaf(reader, name, j, leaf):
     path = reader.path
     kind = j.get("t")
@@ -512,6 +515,9 @@ def _match_leaf(reader, name, j, leaf):
             raise _fail(path, f"leaf {name} is a {kind} in the file, expected "
                         f"{_describe_like(leaf)}")
         return reader.leaf(j, kind)
+    if kind in _SCALAR_KINDS and tuple(leaf.shape) == () and _SCALAR_KINDS[kind](
+            np.dtype(leaf.dtype)):  # a Python scalar that eval_shape made a 0-d array
+        return _to_array(np.asarray(reader.leaf(j, kind), np.dtype(leaf.dtype)))
     if kind not in ("array", "numpy", "numpy_scalar", "float0"):
         raise _fail(path, f"leaf {name} is a Python {kind} in the file, expected "
                     f"{_describe_like(leaf)}")

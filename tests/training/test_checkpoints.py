@@ -1,0 +1,507 @@
+"""mt.save / mt.load / mt.Checkpointer: bit-exact round trips of every dtype, the
+safetensors layout read back by hand, pytree structures with and without `like=`, clear
+errors for truncated/corrupted/mismatched files, atomic writes under SIGKILL, and resuming
+a training run from the newest checkpoint."""
+
+import collections
+import dataclasses
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mytorch as mt
+import mytorch.numpy as mnp
+from mytorch.errors import CheckpointError
+
+ALL_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+              np.uint64, np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+Pair = collections.namedtuple("Pair", ["first", "second"])
+
+
+def _random_bits(rng, shape, dtype):
+    """Arbitrary bit patterns of `dtype` (NaN payloads, infinities, subnormals included)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    raw = rng.integers(0, 256, int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+# Round trips ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+@settings(max_examples=6)
+@given(shape=st.sampled_from([(), (0,), (3,), (2, 0, 3), (4, 5)]), seed=st.integers(0, 2**16))
+def test_numpy_leaves_round_trip_bit_for_bit(tmp_path_factory, dtype, shape, seed):
+    value = _random_bits(np.random.default_rng(seed), shape, dtype)
+    path = tmp_path_factory.mktemp("roundtrip") / "x.safetensors"
+    mt.save(path, {"v": value})
+    out = mt.load(path)["v"]
+    assert isinstance(out, np.ndarray)
+    _same_bits(out, value)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_mt_arrays_round_trip_bit_for_bit(tmp_path, x64, dtype):
+    rng = np.random.default_rng(0)
+    tree = {"scalar": mt.device_put(_random_bits(rng, (), dtype)),
+            "empty": mt.device_put(_random_bits(rng, (0, 2), dtype)),
+            "matrix": mt.device_put(_random_bits(rng, (3, 4), dtype))}
+    mt.save(tmp_path / "a.safetensors", tree)
+    for like in (None, tree):
+        out = mt.load(tmp_path / "a.safetensors", like=like)
+        for k, value in tree.items():
+            assert isinstance(out[k], mt.Array)
+            _same_bits(out[k], value)
+
+
+def test_64_bit_arrays_keep_their_dtype_without_x64(tmp_path):
+    """An int64 array saved while x64 was on loads as int64 (as made) without x64 too."""
+    mt.config.update("enable_x64", True)
+    try:
+        a = mnp.arange(3, dtype=mnp.int64) * (2**40)
+    finally:
+        mt.config.update("enable_x64", False)
+    mt.save(tmp_path / "a.safetensors", [a])
+    (out,) = mt.load(tmp_path / "a.safetensors")
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.arange(3) * 2**40)
+
+
+def test_containers_and_python_scalars_without_like(tmp_path):
+    tree = {
+        "d": {"b": 1, "a": [2.5, -0.0, float("inf"), float("nan")], 7: "seven"},
+        "t": (True, None, "üñí", 2**70),
+        "nt": Pair(mnp.ones(2), 3),
+        "od": collections.OrderedDict([("z", 1), ("y", 2)]),
+        "e": [[], (), {}],
+    }
+    mt.save(tmp_path / "c.safetensors", tree)
+    out = mt.load(tmp_path / "c.safetensors")
+    assert out["d"]["b"] == 1 and out["d"][7] == "seven"
+    floats = out["d"]["a"]
+    assert floats[:3] == [2.5, -0.0, float("inf")] and np.isnan(floats[3])
+    assert str(floats[1]) == "-0.0"
+    assert out["t"] == (True, None, "üñí", 2**70) and type(out["t"][0]) is bool
+    assert type(out["nt"]).__name__ == "Pair" and out["nt"]._fields == ("first", "second")
+    np.testing.assert_array_equal(out["nt"].first, np.ones(2))
+    assert out["nt"].second == 3
+    assert type(out["od"]) is collections.OrderedDict and list(out["od"]) == ["z", "y"]
+    assert out["e"] == [[], (), {}]
+
+
+def test_a_single_array_and_none(tmp_path):
+    mt.save(tmp_path / "a.safetensors", mnp.arange(4.0))
+    np.testing.assert_array_equal(mt.load(tmp_path / "a.safetensors"), np.arange(4.0))
+    mt.save(tmp_path / "n.safetensors", None)
+    assert mt.load(tmp_path / "n.safetensors") is None
+
+
+@mt.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class TinyModel:
+    layers: list
+    bias: object
+    name: str = dataclasses.field(default="tiny", metadata={"static": True})
+
+
+def _model(rows=5):
+    return TinyModel(layers=[{"weight": mnp.ones((rows, 3))}, {"weight": mnp.zeros((2, rows))}],
+                     bias=mnp.full((2,), 0.5, dtype=mnp.bfloat16))
+
+
+def test_registered_class_comes_back_as_itself_with_like(tmp_path):
+    model = _model()
+    trained = TinyModel([{"weight": model.layers[0]["weight"] * 3}, model.layers[1]],
+                        model.bias + 1)
+    mt.save(tmp_path / "m.safetensors", trained)
+    out = mt.load(tmp_path / "m.safetensors", like=model)
+    assert type(out) is TinyModel and out.name == "tiny"
+    np.testing.assert_array_equal(out.layers[0]["weight"], np.full((5, 3), 3.0))
+    assert out.bias.dtype == mnp.bfloat16
+    plain = mt.load(tmp_path / "m.safetensors")  # no like: a dict of the fields
+    assert set(plain) == {"layers", "bias"}
+    np.testing.assert_array_equal(plain["bias"], np.full((2,), 1.5))
+
+
+def test_like_accepts_shape_dtype_structs_and_numpy(tmp_path):
+    tree = {"w": mnp.ones((2, 3)), "step": 4, "np": np.arange(3, dtype=np.int32)}
+    mt.save(tmp_path / "a.safetensors", tree)
+    like = {"w": mt.ShapeDtypeStruct((2, 3), "float32"), "step": 0,
+            "np": np.zeros(3, np.int32)}
+    out = mt.load(tmp_path / "a.safetensors", like=like)
+    assert isinstance(out["w"], mt.Array) and out["step"] == 4
+    assert isinstance(out["np"], np.ndarray)
+    like_eval = mt.eval_shape(lambda: tree)
+    out = mt.load(tmp_path / "a.safetensors", like=like_eval)  # its step is an int32[]
+    np.testing.assert_array_equal(out["w"], np.ones((2, 3)))
+    assert isinstance(out["step"], mt.Array) and out["step"].dtype == np.int32
+    assert int(out["step"]) == 4
+
+
+def test_saved_file_is_safetensors_read_by_hand(tmp_path):
+    """The layout of the spec in docs/checkpoints.md, parsed independently."""
+    tree = {"a": np.arange(6, dtype=np.float32).reshape(2, 3),
+            "b": mnp.array([1, 2], dtype=mnp.bfloat16), "n": 3}
+    mt.save(tmp_path / "f.safetensors", tree)
+    raw = (tmp_path / "f.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    assert (8 + n) % 8 == 0 and raw[8:9] == b"{"
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    assert header["a"] == {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}
+    assert header["b"] == {"dtype": "BF16", "shape": [2], "data_offsets": [24, 28]}
+    np.testing.assert_array_equal(np.frombuffer(data[0:24], "<f4").reshape(2, 3),
+                                  np.arange(6).reshape(2, 3))
+    assert np.frombuffer(data[24:28], "<u2").tolist() == [0x3F80, 0x4000]  # bf16 1.0, 2.0
+    meta = header["__metadata__"]
+    assert meta["format"] == "mytorch" and all(isinstance(v, str) for v in meta.values())
+    assert json.loads(meta["mytorch.tree"])["keys"] == ["a", "b", "n"]
+    assert len(data) == 28
+
+
+def _foreign_file(path, tensors):
+    """A safetensors file as another tool writes it (no mytorch metadata)."""
+    header, blobs, off = {}, [], 0
+    for name, (code, arr) in tensors.items():
+        b = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": code, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def test_foreign_safetensors_file_loads_as_a_flat_dict(tmp_path):
+    _foreign_file(tmp_path / "f.safetensors", {
+        "emb.weight": ("F32", np.arange(4, dtype=np.float32).reshape(2, 2)),
+        "ids": ("I32", np.array([7, 8], np.int32))})
+    out = mt.load(tmp_path / "f.safetensors")
+    assert sorted(out) == ["emb.weight", "ids"]
+    np.testing.assert_array_equal(out["ids"], [7, 8])
+    with pytest.raises(CheckpointError, match="records no pytree structure"):
+        mt.load(tmp_path / "f.safetensors", like={"ids": mnp.zeros(2, mnp.int32)})
+
+
+# Errors ----------------------------------------------------------------------------------------
+
+def test_like_mismatches_name_the_first_leaf_by_path(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    mt.save(path, {"layers": [{"weight": mnp.ones((4, 3))}], "step": 1})
+    like = {"layers": [{"weight": mnp.ones((5, 3))}], "step": 0}
+    with pytest.raises(CheckpointError, match=r"checkpoint .*ckpt\.safetensors: leaf "
+                       r"\['layers'\]\[0\]\['weight'\] has shape \(4, 3\), expected \(5, 3\)"
+                       r".*test_checkpoints\.py"):
+        mt.load(path, like=like)
+    like = {"layers": [{"weight": mnp.ones((4, 3), mnp.bfloat16)}], "step": 0}
+    with pytest.raises(CheckpointError, match=r"\['weight'\] has dtype float32, expected bfloat16"):
+        mt.load(path, like=like)
+    with pytest.raises(CheckpointError, match=r"leaf \['step'\] is a int in the file, expected "
+                       r"a Python float"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": 0.0})
+    with pytest.raises(CheckpointError, match=r"leaf \['step'\] found where `like` has leaf "
+                       r"\['steps'\]"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "steps": 0})
+    with pytest.raises(CheckpointError, match=r"leaf \['step'\] is not in `like`"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}]})
+    with pytest.raises(CheckpointError, match=r"leaf \['z'\] expected by `like` is missing"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": 0, "z": 1})
+    with pytest.raises(CheckpointError, match=r"leaf \['step'\] is a Python int in the file, "
+                       r"expected an array of shape \(2,\)"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": mnp.zeros(2)})
+    with pytest.raises(CheckpointError, match=r"leaf \['step'\] is a Python int in the file, "
+                       r"expected an array of shape \(\) and dtype float32"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": mnp.zeros(())})
+    model = _model(rows=4)
+    mt.save(path, model)
+    with pytest.raises(CheckpointError, match=r"leaf \.layers\[0\]\['weight'\] has shape "
+                       r"\(4, 3\), expected \(5, 3\)"):
+        mt.load(path, like=_model(rows=5))
+
+
+def _good_file(tmp_path):
+    path = tmp_path / "good.safetensors"
+    mt.save(path, {"a": mnp.arange(6.0).reshape(2, 3), "b": mnp.ones(4, mnp.int32)})
+    return path, path.read_bytes()
+
+
+def _rewrite_header(raw, edit):
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    edit(header)
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + raw[8 + n:]
+
+
+@pytest.mark.parametrize("cut", [0, 5, 8, 40, -1, -13])
+def test_truncated_files_raise_naming_the_file(tmp_path, cut):
+    _, raw = _good_file(tmp_path)
+    bad = tmp_path / "cut.safetensors"
+    bad.write_bytes(raw[:cut] if cut >= 0 else raw[:len(raw) + cut])
+    with pytest.raises(CheckpointError, match=r"checkpoint .*cut\.safetensors: .*"
+                       r"(too short|truncated|past the end)"):
+        mt.load(bad)
+
+
+def _set(entry, key, value):
+    def edit(h):
+        h[entry][key] = value
+    return edit
+
+
+CORRUPTIONS = [
+    ("json", lambda raw: raw[:8] + b"{not json" + raw[17:], r"header is not valid JSON"),
+    ("array_header", lambda raw: struct.pack("<Q", 6) + b"[1, 2]", r"a JSON list, not an object"),
+    ("past_end", lambda raw: _rewrite_header(raw, _set("b", "data_offsets", [24, 4000])),
+     r"tensor 'b' ends at byte 4000, past the end of the data section \(40 bytes\)"),
+    ("byte_count", lambda raw: _rewrite_header(raw, _set("a", "shape", [2, 2])),
+     r"tensor 'a' holds 24 bytes, but shape \(2, 2\) of F32 needs 16"),
+    ("overlap", lambda raw: _rewrite_header(raw, _set("b", "data_offsets", [8, 24])),
+     r"tensor 'b' holds 16 bytes|overlapping or missing"),
+    ("dtype", lambda raw: _rewrite_header(raw, _set("a", "dtype", "F128")),
+     r"tensor 'a' has unsupported dtype 'F128'"),
+    ("shape", lambda raw: _rewrite_header(raw, _set("a", "shape", [2, -3])),
+     r"tensor 'a' has a bad shape"),
+    ("tree_json", lambda raw: _rewrite_header(
+        raw, _set("__metadata__", "mytorch.tree", "{oops")), r"pytree structure .*not valid JSON"),
+    ("tree_kind", lambda raw: _rewrite_header(
+        raw, _set("__metadata__", "mytorch.tree", '{"t": "pickle", "v": "os.system"}')),
+     r"unknown node kind 'pickle'"),
+    ("tree_name", lambda raw: _rewrite_header(
+        raw, _set("__metadata__", "mytorch.tree", '{"t": "array", "name": "zzz"}')),
+     r"names tensor 'zzz', which the header does not list"),
+]
+
+
+@pytest.mark.parametrize("name,corrupt,message", CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS])
+def test_corrupted_files_raise_naming_the_file_and_the_fault(tmp_path, name, corrupt, message):
+    _, raw = _good_file(tmp_path)
+    bad = tmp_path / f"{name}.safetensors"
+    bad.write_bytes(corrupt(raw))
+    with pytest.raises(CheckpointError, match=rf"checkpoint .*{name}\.safetensors: .*"
+                       rf"({message})"):
+        mt.load(bad)
+    assert issubclass(CheckpointError, ValueError)
+
+
+def test_missing_file_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        mt.load(tmp_path / "nope.safetensors")
+
+
+def test_save_rejects_what_a_checkpoint_cannot_hold(tmp_path):
+    path = tmp_path / "x.safetensors"
+    with pytest.raises(TypeError, match=r"save: the leaf at \['f'\] is a builtin_function_or_method.*"
+                       r"test_checkpoints\.py"):
+        mt.save(path, {"f": len})
+    with pytest.raises(TypeError, match=r"save: the dict at \['d'\] has a key \(1, 2\) of "
+                       r"type tuple"):
+        mt.save(path, {"d": {(1, 2): 3}})
+    with pytest.raises(TypeError, match=r"save: the leaf at \[0\] has dtype complex64"):
+        mt.save(path, [np.ones(2, np.complex64)])
+
+    def inside_jit(x):
+        mt.save(path, {"x": x})
+        return x
+
+    with pytest.raises(TypeError, match=r"save: the leaf at \['x'\] is a traced value"):
+        mt.jit(inside_jit)(mnp.ones(2))
+    assert not path.exists() and os.listdir(tmp_path) == []
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    path = tmp_path / "w.safetensors"
+    mt.save(path, {"w": mnp.zeros(3)})
+
+    def broken_fsync(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="disk full"):
+        mt.save(path, {"w": mnp.ones(3)})
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["w.safetensors"]
+    np.testing.assert_array_equal(mt.load(path)["w"], np.zeros(3))
+
+
+_SLOW_WRITER = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    import mytorch as mt
+
+    real_fdopen = os.fdopen
+
+    class Slow:  # each chunk takes a while, so the parent can kill us part-way
+        def __init__(self, f):
+            self.f = f
+        def write(self, b):
+            n = self.f.write(b)
+            self.f.flush()
+            time.sleep(0.05)
+            return n
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            return self.f.__exit__(*exc)
+
+    os.fdopen = lambda *a, **k: Slow(real_fdopen(*a, **k))
+    tree = {f"w{i}": np.full((256, 1024), i, np.float32) for i in range(60)}
+    ckpt = mt.Checkpointer(sys.argv[1], max_to_keep=3)
+    print("start", flush=True)
+    ckpt.save(2, tree)
+""")
+
+
+def test_sigkill_mid_write_leaves_the_previous_checkpoint_intact(tmp_path):
+    ckpt = mt.Checkpointer(tmp_path, max_to_keep=3)
+    old = {"w0": mnp.full((256, 1024), -1.0)}
+    ckpt.save(1, old)
+    script = tmp_path / "writer.py"
+    script.write_text(_SLOW_WRITER)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)],
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout.readline().strip() == b"start"
+        deadline = time.monotonic() + 60
+        temps = []
+        while time.monotonic() < deadline:  # wait until part of the new file is on disk
+            temps = [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+            if temps and os.path.getsize(tmp_path / temps[0]) > 4 * 2**20:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert temps and os.path.exists(tmp_path / temps[0])  # the partial write is left behind
+    assert 0 < os.path.getsize(tmp_path / temps[0]) < 60 * 2**20
+    assert ckpt.all_steps() == [1] and ckpt.latest_step() == 1
+    np.testing.assert_array_equal(ckpt.restore(like=old)["w0"], np.full((256, 1024), -1.0))
+    mt.Checkpointer(tmp_path)  # a new Checkpointer sweeps the crashed run's temporary file
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+# Checkpointer ------------------------------------------------------------------------------------
+
+def test_checkpointer_keeps_the_last_k(tmp_path):
+    ckpt = mt.Checkpointer(tmp_path / "run", max_to_keep=2)
+    assert ckpt.all_steps() == [] and ckpt.latest_step() is None
+    for step in (0, 5, 10, 15):
+        ckpt.save(step, {"w": mnp.full((2,), float(step))})
+    assert ckpt.all_steps() == [10, 15] and ckpt.latest_step() == 15
+    assert sorted(os.listdir(tmp_path / "run")) == ["ckpt_10.safetensors", "ckpt_15.safetensors"]
+    np.testing.assert_array_equal(ckpt.restore()["w"], [15.0, 15.0])
+    np.testing.assert_array_equal(ckpt.restore(10)["w"], [10.0, 10.0])
+    ckpt.save(mnp.asarray(20), {"w": mnp.zeros(2)})  # a concrete int array is a step
+    assert ckpt.all_steps() == [15, 20]
+    keep_all = mt.Checkpointer(tmp_path / "run", max_to_keep=None)
+    keep_all.save(21, {})
+    keep_all.save(22, {})
+    assert keep_all.all_steps() == [15, 20, 21, 22]
+    (tmp_path / "run" / "notes.txt").write_text("not a checkpoint")
+    assert keep_all.all_steps() == [15, 20, 21, 22]
+
+
+def test_checkpointer_errors(tmp_path):
+    ckpt = mt.Checkpointer(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"Checkpointer.restore: no checkpoint in"):
+        ckpt.restore()
+    ckpt.save(3, {"a": 1})
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint of step 4 .*steps: \[3\]"):
+        ckpt.restore(4)
+    with pytest.raises(TypeError, match=r"Checkpointer.save: step must be a non-negative int, "
+                       r"got -1"):
+        ckpt.save(-1, {})
+    with pytest.raises(TypeError, match=r"step must be a non-negative int, got 1.5"):
+        ckpt.save(1.5, {})
+    with pytest.raises(ValueError, match=r"max_to_keep must be a positive int or None, got 0"):
+        mt.Checkpointer(tmp_path, max_to_keep=0)
+
+
+# Resuming a training run -------------------------------------------------------------------------
+
+def _init_params():
+    rng = np.random.default_rng(0)
+    return {"w1": mnp.asarray(rng.normal(size=(3, 8)).astype(np.float32) * 0.5),
+            "b1": mnp.zeros(8), "w2": mnp.asarray(rng.normal(size=(8, 1)).astype(np.float32))}
+
+
+_X = np.random.default_rng(1).normal(size=(64, 3)).astype(np.float32)
+_Y = np.sin(_X.sum(axis=1, keepdims=True))
+
+
+def _loss(params, x, y):
+    h = mnp.tanh(x @ params["w1"] + params["b1"])
+    return mnp.mean((h @ params["w2"] - y) ** 2)
+
+
+def _next_key(key):
+    """A hand-written counter-based generator on a uint32[2] key (32-bit LCG + step)."""
+    state = key[0] * mnp.uint32(1664525) + mnp.uint32(1013904223)
+    return mnp.stack([state, key[1] + mnp.uint32(1)])
+
+
+@mt.jit
+def _train_step(params, momentum, key):
+    key = _next_key(key)
+    start = (key[0] >> 27).astype(mnp.int32)  # a minibatch of 16 drawn from the key
+    x = mt.lax.dynamic_slice_in_dim(mnp.asarray(_X), start * 1, 16)
+    y = mt.lax.dynamic_slice_in_dim(mnp.asarray(_Y), start * 1, 16)
+    grads = mt.grad(_loss)(params, x, y)
+    momentum = mt.tree_util.tree_map(lambda m, g: 0.9 * m + g, momentum, grads)
+    params = mt.tree_util.tree_map(lambda p, m: p - 0.05 * m, params, momentum)
+    return params, momentum, key
+
+
+def _state0():
+    params = _init_params()
+    return {"params": params, "opt_state": mt.tree_util.tree_map(mnp.zeros_like, params),
+            "step": 0, "key": mnp.array([42, 0], dtype=mnp.uint32)}
+
+
+def _run(state, until, ckpt=None):
+    params, mom, key = state["params"], state["opt_state"], state["key"]
+    for step in range(state["step"], until):
+        params, mom, key = _train_step(params, mom, key)
+        if ckpt is not None:
+            ckpt.save(step + 1, {"params": params, "opt_state": mom, "step": step + 1,
+                                 "key": key})
+    return params
+
+
+def test_resuming_from_the_newest_checkpoint_gives_the_same_final_params(tmp_path):
+    final = _run(_state0(), 12)
+    ckpt = mt.Checkpointer(tmp_path, max_to_keep=3)
+    _run(_state0(), 7, ckpt)  # the run stops ("crashes") after step 7
+    assert ckpt.all_steps() == [5, 6, 7]
+    resumed = mt.Checkpointer(tmp_path, max_to_keep=3)
+    state = resumed.restore(like=_state0())
+    assert state["step"] == 7 and state["key"].dtype == mnp.uint32
+    resumed_final = _run(state, 12, resumed)
+    for k in final:
+        _same_bits(resumed_final[k], final[k])
+    assert resumed.latest_step() == 12
+    assert not np.array_equal(final["w1"], _init_params()["w1"])
