@@ -1,0 +1,142 @@
+"""Transformations that bound or sanitise updates: clipping, NaN zeroing, gradient noise."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import mytorch.numpy as mnp
+from mytorch import tree_util
+from mytorch.core.source_info import user_error
+from mytorch.optim import tree_utils as tu
+from mytorch.optim.base import GradientTransformation, _abs_sq, init_empty_state, safe_increment
+
+__all__ = [
+    "AddNoiseState",
+    "ZeroNansState",
+    "add_noise",
+    "clip",
+    "clip_by_block_rms",
+    "clip_by_global_norm",
+    "clip_by_value",
+    "keep_params_nonnegative",
+    "zero_nans",
+]
+
+
+def _check_positive(fname, name, value):
+    if isinstance(value, (int, float)) and not value > 0:
+        raise user_error(ValueError, f"{fname}: {name} must be positive, got {value!r}")
+
+
+def clip(max_delta):
+    """Clips every update element to `[-max_delta, max_delta]`; no state.
+
+    Example:
+        >>> u, _ = clip(1.0).update(mnp.array([-3.0, 0.5]), EmptyState())  # [-1., 0.5]
+    """
+    def update(updates, state, params=None):
+        del params
+        return tu.tree_clip(updates, -max_delta, max_delta), state
+
+    return GradientTransformation(init_empty_state, update)
+
+
+clip_by_value = clip
+
+
+def clip_by_global_norm(max_norm):
+    """Rescales all updates together so that their global L2 norm is at most `max_norm`:
+    `u * max_norm / global_norm(u)` when `global_norm(u) >= max_norm`, else unchanged."""
+    _check_positive("clip_by_global_norm", "max_norm", max_norm)
+
+    def update(updates, state, params=None):
+        del params
+        if not tree_util.tree_leaves(updates):
+            return updates, state
+        g_norm = tu.tree_norm(updates)
+        trigger = g_norm < max_norm
+
+        def one(t):
+            return mnp.where(trigger, t, (t / g_norm.astype(t.dtype)) * max_norm)
+
+        return tree_util.tree_map(one, updates), state
+
+    return GradientTransformation(init_empty_state, update)
+
+
+def clip_by_block_rms(threshold):
+    """Rescales each update (block) whose RMS exceeds `threshold` down to RMS `threshold`:
+    `u / max(1, rms(u) / threshold)`."""
+    _check_positive("clip_by_block_rms", "threshold", threshold)
+
+    def update(updates, state, params=None):
+        del params
+
+        def one(u):
+            return u / mnp.maximum(1.0, mnp.sqrt(mnp.mean(_abs_sq(u))) / threshold)
+
+        return tree_util.tree_map(one, updates), state
+
+    return GradientTransformation(init_empty_state, update)
+
+
+class ZeroNansState(NamedTuple):
+    """`zero_nans`: per leaf, a bool scalar saying whether that update held a NaN."""
+    found_nan: Any
+
+
+def zero_nans():
+    """Replaces NaN update elements by 0 and records, per leaf, whether any was found."""
+    def init(params):
+        return ZeroNansState(tree_util.tree_map(lambda p: mnp.array(False), params))
+
+    def update(updates, state, params=None):
+        del params, state
+        found = tree_util.tree_map(lambda u: mnp.any(mnp.isnan(u)), updates)
+        clean = tree_util.tree_map(lambda u: mnp.where(mnp.isnan(u), mnp.zeros_like(u), u),
+                                   updates)
+        return clean, ZeroNansState(found_nan=found)
+
+    return GradientTransformation(init, update)
+
+
+class AddNoiseState(NamedTuple):
+    """`add_noise`: the step `count` (int32) and the PRNG key."""
+    count: Any
+    rng_key: Any
+
+
+def add_noise(eta, gamma, key=0):
+    """Adds Gaussian noise of standard deviation `sqrt(eta / (1 + count)**gamma)` to each
+    update (annealed gradient noise). `key` is an int seed or a key from `mt.random`."""
+    from mytorch import random as mrandom
+
+    def init(params):
+        del params
+        k = mrandom.PRNGKey(key) if isinstance(key, int) else key
+        return AddNoiseState(count=mnp.zeros([], mnp.int32), rng_key=k)
+
+    def update(updates, state, params=None):
+        del params
+        count_inc = safe_increment(state.count)
+        std = mnp.sqrt(eta / count_inc ** gamma)
+        rng_key, sample_key = mrandom.split(state.rng_key)
+        leaves, treedef = tree_util.tree_flatten(updates)
+        keys = mrandom.split(sample_key, len(leaves))
+        noisy = [u + std * mrandom.normal(keys[i], mnp.shape(u), dtype=u.dtype)
+                 for i, u in enumerate(leaves)]
+        return tree_util.tree_unflatten(treedef, noisy), AddNoiseState(count_inc, rng_key)
+
+    return GradientTransformation(init, update)
+
+
+def keep_params_nonnegative():
+    """Changes each update so that `p + u >= 0` (negative results land on 0). Needs
+    params."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise user_error(ValueError, "keep_params_nonnegative: update needs params")
+        out = tree_util.tree_map(lambda u, p: mnp.where((p + u) < 0.0, -p, u), updates, params)
+        return out, state
+
+    return GradientTransformation(init_empty_state, update)
