@@ -19,6 +19,8 @@ REQUIRED = {
 REQUIRED["call"] = EAGER + ("batching",)
 # collectives run under vmap (batching rule) now; their device kernels come with pmap
 REQUIRED["collective"] = ("abstract eval", "jvp", "batching")
+# random-bit primitives hash integers: no derivative (integer tangents are symbolic zeros)
+REQUIRED["random"] = EAGER + ("batching",)
 CALL_RULES = {
     "custom_jvp_call": ("jvp",),
     "custom_vjp_call": ("jvp",),

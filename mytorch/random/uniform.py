@@ -1,0 +1,201 @@
+"""Uniform floats and the samplers that transform them: uniform, normal, truncated_normal.
+
+Each draws the same bits as JAX 0.10 and applies JAX's transformation, so uniform draws are
+bit-identical to JAX's and the others agree to the rounding of their special functions.
+"""
+
+import numpy as np
+
+import mytorch.numpy as mnp
+from mytorch import lax
+from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
+from mytorch.random.keys import canonical_shape, check_key, random_bits
+
+__all__ = ["uniform", "normal", "truncated_normal"]
+
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def float_dtype(name, dtype):
+    """The canonical float dtype named by `dtype` (None: the default float), or an error."""
+    try:
+        d = dtypes.canonicalize(float if dtype is None else dtype, explicit=dtype is not None)
+    except TypeError as err:
+        raise user_error(TypeError, f"{name}: {err}") from None
+    if not dtypes.is_float(d):
+        raise user_error(ValueError, f"{name}: dtype must be a float dtype (float16, "
+                         f"bfloat16, float32, float64), got {d}")
+    return d
+
+
+def check_param_shapes(name, shape, *params):
+    """`shape` when the parameters' shapes broadcast to it, else a ValueError."""
+    shapes = [np.shape(p) for p in params]
+    try:
+        out = np.broadcast_shapes(shape, *shapes)
+    except ValueError:
+        out = None
+    if out != tuple(shape):
+        raise user_error(ValueError, f"{name}: the parameter shapes "
+                         f"{', '.join(str(s) for s in shapes)} must broadcast to the requested "
+                         f"shape {tuple(shape)}")
+    return tuple(shape)
+
+
+def broadcast_params(*params):
+    """The broadcast shape of the parameters' shapes (for `shape=None`)."""
+    return tuple(np.broadcast_shapes(*[np.shape(p) for p in params]))
+
+
+def as_dtype(x, dtype):
+    """`x` (array or scalar) converted to `dtype`."""
+    return lax.convert_element_type(mnp.asarray(x), dtype)
+
+
+def uniform_floats(data, shape, dtype):
+    """Floats in [0, 1) of `shape` and `dtype`: random mantissa bits under the exponent of
+    1.0, minus 1 (JAX's construction; 8 random bits for bfloat16)."""
+    finfo = dtypes.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    rng_bits = 8 if nmant < 8 else nbits
+    udtype = np.dtype(_UINT[nbits])
+    raw = random_bits(data, rng_bits, shape)
+    if rng_bits != nbits:
+        raw = lax.convert_element_type(raw, udtype)
+    mant = lax.shift_right_logical(raw, lax.full((), rng_bits - nmant, udtype))
+    one = np.array(1.0, dtype).view(udtype)
+    floats = lax.bitcast_convert_type(lax.bitwise_or(mant, lax.full((), one, udtype)), dtype)
+    return lax.sub(floats, lax.full((), 1.0, dtype))
+
+
+def _exact_span(minval, maxval, dtype):
+    """Whether `u * (maxval - minval)` is exact for static bounds (a power-of-two span)."""
+    if not all(isinstance(v, (int, float)) for v in (minval, maxval)):
+        return False
+    span = float(np.array(maxval, dtype) - np.array(minval, dtype))
+    return span > 0 and np.isfinite(span) and np.frexp(span)[0] == 0.5
+
+
+def _split_float(x, dtype):
+    """Veltkamp's split of `x` into a high and a low half, each exactly representable."""
+    bits = 27 if dtype == np.float64 else 12
+    c = x * float(2**bits + 1)
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def fused_multiply_add(a, b, c, dtype):
+    """`a * b + c` rounded once, as XLA's fused multiply-add computes it (so the bounds of
+    uniform draws land on JAX's floats): exactly through float32 for 16-bit floats, with
+    Dekker's error-free product and Knuth's two-sum for float32 and float64."""
+    if dtypes.finfo(dtype).bits == 16:
+        wide = [lax.convert_element_type(v, np.float32) for v in (a, b, c)]
+        return lax.convert_element_type(wide[0] * wide[1] + wide[2], dtype)
+    p = a * b
+    a_hi, a_lo = _split_float(a, dtype)
+    b_hi, b_lo = _split_float(b, dtype)
+    p_err = ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    s = p + c
+    v = s - p
+    s_err = (p - (s - v)) + (c - v)
+    out = s + (s_err + p_err)
+    return mnp.where(mnp.isfinite(out), out, s)  # infinite bounds: the plain result
+
+
+def _uniform(data, shape, dtype, minval, maxval):
+    exact = _exact_span(minval, maxval, dtype)
+    minval, maxval = as_dtype(minval, dtype), as_dtype(maxval, dtype)
+    floats = uniform_floats(data, shape, dtype)
+    span = maxval - minval
+    out = floats * span + minval if exact else fused_multiply_add(floats, span, minval, dtype)
+    return mnp.maximum(minval, mnp.broadcast_to(out, shape))
+
+
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+    """Uniform floats in `[minval, maxval)`, bit-identical to `jax.random.uniform`.
+
+    Args:
+      key: a single key (typed or raw). shape: the result shape (a tuple of ints).
+      dtype: a float dtype (default float32, float64 with x64).
+      minval, maxval: bounds, arrays broadcastable to `shape`.
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    Raises:
+      TypeError/ValueError: a bad key, shape or dtype, or bounds that do not broadcast.
+
+    >>> import mytorch as mt
+    >>> mt.random.uniform(mt.random.key(0), (3,))
+    Array([0.947667  , 0.9785799 , 0.33229148], dtype=float32)
+    """
+    data, _ = check_key("uniform", key)
+    shape = canonical_shape("uniform", shape)
+    dtype = float_dtype("uniform", dtype)
+    check_param_shapes("uniform", shape, minval, maxval)
+    return _uniform(data, shape, dtype, minval, maxval)
+
+
+def _normal(data, shape, dtype):
+    nmant = dtypes.finfo(dtype).nmant
+    lo = -(1.0 - 2.0 ** -(nmant + 1))  # the float just above -1: erf_inv(lo) is finite
+    u = _uniform(data, shape, dtype, lo, 1.0)
+    return lax.mul(lax.full((), np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+def normal(key, shape=(), dtype=None):
+    """Standard normal floats: `sqrt(2) * erf_inv(u)` of a uniform `u` in (-1, 1), as
+    `jax.random.normal` (equal to JAX's up to the rounding of erf_inv).
+
+    Args:
+      key: a single key. shape: the result shape. dtype: a float dtype (default float32).
+
+    Returns:
+      An array of `shape` and `dtype`.
+
+    >>> import mytorch as mt
+    >>> mt.random.normal(mt.random.key(0), (2,))
+    Array([ 1.6226422 , 2.0252647], dtype=float32)
+    """
+    data, _ = check_key("normal", key)
+    shape = canonical_shape("normal", shape)
+    return _normal(data, shape, float_dtype("normal", dtype))
+
+
+def _truncated_normal(data, lower, upper, shape, dtype):
+    sqrt2 = lax.full((), np.sqrt(2), dtype)
+    lower, upper = as_dtype(lower, dtype), as_dtype(upper, dtype)
+    a = lax.erf(lower / sqrt2)
+    b = lax.erf(upper / sqrt2)
+    u = _uniform(data, shape, dtype, a, b)
+    out = sqrt2 * lax.erf_inv(u)
+    # keep the results strictly inside (lower, upper), as JAX does
+    lo = lax.nextafter(lax.stop_gradient(lower), lax.full_like(lower, np.inf))
+    hi = lax.nextafter(lax.stop_gradient(upper), lax.full_like(upper, -np.inf))
+    return mnp.clip(out, lo, hi)
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """Normal floats conditioned on `lower < x < upper`, as `jax.random.truncated_normal`.
+
+    Args:
+      key: a single key. lower, upper: bounds (arrays broadcastable to `shape`).
+      shape: the result shape (default: the broadcast shape of the bounds).
+      dtype: a float dtype (default float32).
+
+    Returns:
+      An array of `shape` and `dtype`, strictly inside (lower, upper).
+
+    >>> import mytorch as mt
+    >>> mt.random.truncated_normal(mt.random.key(0), -1.0, 1.0, (2,)).shape
+    (2,)
+    """
+    data, _ = check_key("truncated_normal", key)
+    dtype = float_dtype("truncated_normal", dtype)
+    if shape is None:
+        shape = broadcast_params(lower, upper)
+    else:
+        shape = check_param_shapes("truncated_normal",
+                                   canonical_shape("truncated_normal", shape), lower, upper)
+    return _truncated_normal(data, lower, upper, shape, dtype)
