@@ -146,7 +146,7 @@ def test_values_and_grads_match_jax(name):
 @given(x=arrays(np.float32, shapes(max_dims=3), min_value=-30, max_value=30))
 def test_values_match_numpy(name, x):
     want = NUMPY[name](x.astype(np.float64))
-    assert_close(_fn(name)(x), want.astype(np.float32), dtype=np.float32, rtol=1e-5,
+    assert_close(_fn(name)(x), want, dtype=np.float32, rtol=1e-5,
                  atol=1e-6)
 
 
@@ -290,3 +290,172 @@ def test_jit_equals_eager_and_vmap_equals_loop(name):
     loop1 = np.stack([np.asarray(f(x[:, i])) for i in range(4)], axis=1)
     np.testing.assert_allclose(np.asarray(mt.vmap(f, in_axes=1, out_axes=1)(x)), loop1,
                                rtol=1e-6, atol=1e-7)
+
+
+# ---- softmax, log_softmax, logsumexp, logmeanexp ---------------------------------------
+def _np_softmax(x, axis, where=None):
+    x = np.asarray(x, np.float64)
+    if where is not None:
+        x = np.where(where, x, -np.inf)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    e = np.exp(x - m)
+    out = e / np.sum(e, axis=axis, keepdims=True)
+    return out if where is None else np.where(where, out, 0)
+
+
+def _np_log_softmax(x, axis):
+    x = np.asarray(x, np.float64)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    return x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+
+
+@st.composite
+def _array_and_axis(draw, min_dims=1):
+    shape = draw(shapes(min_dims=min_dims, max_dims=3, min_side=1))
+    x = draw(arrays(np.float32, shape, min_value=-50, max_value=50))
+    nd = len(shape)
+    axis = draw(st.one_of(st.integers(-nd, nd - 1), st.none(),
+                          st.lists(st.integers(0, nd - 1), unique=True, min_size=1).map(
+                              lambda a: tuple(i - nd if i % 2 else i for i in a))))
+    return x, axis
+
+
+@settings(max_examples=25, deadline=None)
+@given(xa=_array_and_axis(), use_where=st.booleans())
+def test_softmax_and_log_softmax_match_numpy(xa, use_where):
+    x, axis = xa
+    ax = axis if axis is not None else tuple(range(x.ndim))
+    where = (np.arange(x.size).reshape(x.shape) % 3 != 1) if use_where else None
+    assert_close(mt.nn.softmax(x, axis=axis, where=where), _np_softmax(x, ax, where),
+                 dtype=np.float32, rtol=1e-5, atol=1e-6)
+    if where is None:
+        assert_close(mt.nn.log_softmax(x, axis=axis), _np_log_softmax(x, ax),
+                     dtype=np.float32, rtol=1e-5, atol=1e-4)
+        assert_close(mt.nn.logsumexp(x, axis=axis), np.log(np.sum(np.exp(
+            x.astype(np.float64)), axis=ax)), rtol=1e-5, atol=1e-5)
+        n = np.prod([x.shape[a] for a in np.atleast_1d(ax)])
+        assert_close(mt.nn.logmeanexp(x, axis=axis), np.log(np.sum(np.exp(
+            x.astype(np.float64)), axis=ax)) - np.log(n), rtol=1e-5, atol=1e-5)
+
+
+ROWS = np.array([[1, 2, 3], [-inf, -inf, -inf], [inf, 1, 2], [nan, 1, 2], [1e4, -1e4, 0],
+                 [-inf, 0, 1]], np.float32)
+
+
+def test_softmax_special_values_and_grads_match_jax():
+    want = [[0.090030573, 0.24472848, 0.66524094], [nan] * 3, [nan] * 3, [nan] * 3, [1, 0, 0],
+            [0, 0.26894143, 0.7310586]]
+    np.testing.assert_allclose(np.asarray(mt.nn.softmax(ROWS)), np.float32(want), rtol=1e-6)
+    want = [[-2.4076059, -1.4076059, -0.40760595], [nan] * 3, [nan] * 3, [nan] * 3,
+            [0, -20000, -10000], [-inf, -1.3132616, -0.31326163]]
+    np.testing.assert_allclose(np.asarray(mt.nn.log_softmax(ROWS)), np.float32(want),
+                               rtol=1e-6)
+    w = np.arange(3.0, dtype=np.float32)
+    gs = mt.vmap(mt.grad(lambda v: mnp.sum(mt.nn.softmax(v) * w)))(ROWS)
+    want = [[-0.14181709, -0.14077038, 0.28258741], [nan] * 3, [nan] * 3, [nan] * 3, [0, 0, 0],
+            [0, -0.19661202, 0.19661176]]
+    np.testing.assert_allclose(np.asarray(gs), np.float32(want), rtol=1e-5, atol=1e-7)
+    gl = mt.vmap(mt.grad(lambda v: mnp.sum(mt.nn.log_softmax(v) * w)))(ROWS)
+    want = [[-0.27009171, 0.26581457, 0.0042771101], [nan] * 3, [nan] * 3, [nan] * 3,
+            [-3, 1, 2], [0, 0.19317569, -0.19317579]]
+    np.testing.assert_allclose(np.asarray(gl), np.float32(want), rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_where_matches_jax():
+    w = np.array([True, False, True])
+    got = mt.nn.softmax(ROWS[[0, 4]], where=w)
+    np.testing.assert_allclose(np.asarray(got), [[0.11920291, 0, 0.880797], [1, 0, 0]],
+                               rtol=1e-6)
+    got = mt.nn.log_softmax(ROWS[[0, 4]], where=w)
+    np.testing.assert_allclose(np.asarray(got), [[-2.1269281, -inf, -0.12692805],
+                                                 [0, -inf, -1e4]], rtol=1e-6)
+    # masked-out entries get no gradient, and the gradient is finite
+    g = mt.grad(lambda v: mnp.sum(mt.nn.softmax(v, where=w) * np.arange(3.0)))(ROWS[0])
+    assert float(g[1]) == 0 and np.all(np.isfinite(np.asarray(g)))
+
+
+def test_softmax_low_precision_and_size_zero():
+    x = np.random.default_rng(4).normal(size=(5, 7)).astype(np.float32) * 4
+    for dt in (BF16, F16):
+        out = mt.nn.softmax(x.astype(dt))
+        assert out.dtype == dt
+        assert_close(out, _np_softmax(x.astype(dt), -1), rtol=2e-2, atol=2e-3)
+        assert mt.nn.log_softmax(x.astype(dt)).dtype == dt
+    assert mt.nn.softmax(np.zeros((2, 0), np.float32)).shape == (2, 0)
+    assert mt.nn.log_softmax(np.zeros((0, 3), np.float32), axis=0).shape == (0, 3)
+    assert_close(mt.nn.softmax(np.float32(5.0), axis=None), np.float32(1))
+
+
+# ---- one_hot, standardize, glu ------------------------------------------------------------
+@settings(max_examples=20, deadline=None)
+@given(shape=shapes(max_dims=3), data=st.data())
+def test_one_hot_matches_numpy(shape, data):
+    x = data.draw(arrays(np.int32, shape, min_value=-4, max_value=6))
+    n = data.draw(st.integers(0, 5))
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    want = np.moveaxis((x[..., None] == np.arange(n)).astype(np.float32), -1, axis)
+    assert_close(mt.nn.one_hot(x, n, axis=axis), want, dtype=np.float32)
+    assert_close(mt.jit(lambda v: mt.nn.one_hot(v, n, axis=axis))(x), want)
+
+
+def test_one_hot_dtype_and_out_of_range_as_jax():
+    got = mt.nn.one_hot(np.array([0, 2, -1, 3]), 3, dtype=mnp.int8)
+    want = [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]]
+    assert_close(got, np.array(want, np.int8), dtype=np.int8)
+    assert_close(mt.nn.one_hot(np.array([0.5, 1.0, nan]), 3),
+                 np.float32([[0, 0, 0], [0, 1, 0], [0, 0, 0]]))
+    assert_close(mt.vmap(lambda i: mt.nn.one_hot(i, 4))(np.array([3, 0])),
+                 np.eye(4, dtype=np.float32)[[3, 0]])
+
+
+@settings(max_examples=20, deadline=None)
+@given(xa=_array_and_axis(), stable=st.booleans())
+def test_standardize_matches_numpy(xa, stable):
+    x, axis = xa
+    ax = axis if axis is not None else tuple(range(x.ndim))
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=ax, keepdims=True)
+    want = (x64 - mean) / np.sqrt(x64.var(axis=ax, keepdims=True) + 1e-5)
+    got = mt.nn.standardize(x, axis=axis, algorithm="stable" if stable else "fast")
+    assert_close(got, want, dtype=np.float32, rtol=1e-3, atol=2e-3)
+
+
+def test_standardize_with_statistics_and_where():
+    x = np.random.default_rng(5).normal(size=(4, 6)).astype(np.float32)
+    assert_close(mt.nn.standardize(x, mean=1.0, variance=2.0, epsilon=0.0),
+                 (x - 1) / np.sqrt(2.0), rtol=1e-6)
+    w = np.arange(24).reshape(4, 6) % 4 != 0
+    m = np.array([x[i][w[i]].mean() for i in range(4)])[:, None]
+    v = np.array([x[i][w[i]].var() for i in range(4)])[:, None]
+    assert_close(mt.nn.standardize(x, where=w), (x - m) / np.sqrt(v + 1e-5), rtol=1e-4,
+                 atol=1e-4)
+
+
+def test_glu_matches_numpy():
+    x = np.random.default_rng(6).normal(size=(4, 6)).astype(np.float32)
+    assert_close(mt.nn.glu(x), x[:, :3] * _sig(x[:, 3:].astype(np.float64)), rtol=1e-6)
+    assert_close(mt.nn.glu(x, axis=0), x[:2] * _sig(x[2:].astype(np.float64)), rtol=1e-6)
+    assert_close(mt.nn.glu(x, axis=-2), x[:2] * _sig(x[2:].astype(np.float64)), rtol=1e-6)
+
+
+# ---- errors -------------------------------------------------------------------------------
+def test_errors_name_the_function_the_input_and_the_line():
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(TypeError, match=r"one_hot: num_classes must be a Python int .*3\.0"):
+        mt.nn.one_hot(np.array([1]), 3.0)
+    with pytest.raises(ValueError, match=r"one_hot: axis 3 is out of bounds .*i32\[2\]"):
+        mt.nn.one_hot(np.array([1, 2], np.int32), 3, axis=3)
+    with pytest.raises(ValueError, match=r"softmax: axis 2 is out of bounds for f32\[2,3\] "
+                                         r"at test_activations.py:\d+"):
+        mt.nn.softmax(x, axis=2)
+    with pytest.raises(ValueError, match=r"log_softmax: repeated axis"):
+        mt.nn.log_softmax(x, axis=(0, -2))
+    with pytest.raises(ValueError, match=r"glu: the size of axis -1 of f32\[2,3\] must be even"):
+        mt.jit(mt.nn.glu)(x)
+    with pytest.raises(ValueError, match=r"standardize: unknown algorithm 'exact'"):
+        mt.nn.standardize(x, algorithm="exact")
+    with pytest.raises(TypeError, match=r"softmax: `where` must be a bool array, got f32"):
+        mt.nn.softmax(x, where=np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"softmax: `where` bool\[4\] does not broadcast to "
+                                         r"the input f32\[2,3\]"):
+        mt.nn.softmax(x, where=np.ones(4, bool))
