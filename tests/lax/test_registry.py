@@ -13,7 +13,7 @@ EAGER = ("abstract eval", "cpu kernel")
 REQUIRED = {
     kind: EAGER + ("jvp", "batching")
     for kind in ("elementwise", "structural", "indexing", "reduction", "sort", "contraction",
-                 "window", "ad")
+                 "window", "ad", "attention")
 }
 # call primitives carry their own jaxprs; custom_lin exists only to be transposed
 REQUIRED["call"] = EAGER + ("batching",)
