@@ -18,6 +18,7 @@ import numpy as np
 
 import mytorch.numpy as mnp
 from mytorch import lax
+from mytorch.jit import jit
 from mytorch.vectorize import vmap
 
 __all__ = ["sample_derivative"]
@@ -62,5 +63,13 @@ def sample_derivative(a, x):
     """d x / d a for Gamma(a) draws `x` (same shape as `a`): 0 at x == 0, NaN for a <= 0."""
     if a.size == 0:
         return mnp.zeros(a.shape, a.dtype)
-    flat = vmap(_one)(mnp.reshape(a, (-1,)), mnp.reshape(x, (-1,)).astype(a.dtype))
+    from mytorch.random.continuous import quiet_call
+
+    return quiet_call(_compiled, a, mnp.asarray(x).astype(a.dtype))
+
+
+@jit
+def _compiled(a, x):
+    # compiled once per shape and dtype: eager calls skip re-tracing the series loop
+    flat = vmap(_one)(mnp.reshape(a, (-1,)), mnp.reshape(x, (-1,)))
     return mnp.reshape(flat, a.shape)

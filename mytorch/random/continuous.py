@@ -8,6 +8,7 @@ rejection loop per element: a per-element `lax.while_loop` that `vmap` turns int
 vectorised loop, so it jits and vmaps like any other traced code.
 """
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -17,6 +18,8 @@ from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
+from mytorch.errors import RetraceWarning
+from mytorch.jit import jit
 from mytorch.random import _gamma_grad, _linalg
 from mytorch.vectorize import vmap
 
@@ -47,6 +50,14 @@ def _raw_key(name, key):
     from mytorch.random.keys import check_key
 
     return check_key(name, key)[0]
+
+
+def quiet_call(compiled, *args):
+    """`compiled(*args)` without RetraceWarning: a sampler's internal jit is traced once per
+    parameter shape and dtype by design (the user's own jit decides what is retraced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RetraceWarning)
+        return compiled(*args)
 
 
 # ---- argument checks ------------------------------------------------------------------------
@@ -139,14 +150,21 @@ def _gamma_one(key, alpha, log_space):
     return (d * v) * boost
 
 
+@partial(jit, static_argnums=(2,))
+def _gamma_compiled(key, a, log_space):
+    # compiled once per shape, dtype and log_space (as JAX jits its samplers): eager calls
+    # then skip re-tracing the rejection loops
+    keys = _core().split(key, a.size)
+    flat = vmap(partial(_gamma_one, log_space=log_space))(keys, mnp.reshape(a, (-1,)))
+    return mnp.reshape(flat, a.shape)
+
+
 @partial(custom_jvp, nondiff_argnums=(2,))
 def _gamma_draws(key, a, log_space):
     """Gamma(a) for every element of `a`, each element from its own split of `key`."""
     if a.size == 0:
         return mnp.zeros(a.shape, a.dtype)
-    keys = _core().split(key, a.size)
-    flat = vmap(partial(_gamma_one, log_space=log_space))(keys, mnp.reshape(a, (-1,)))
-    return mnp.reshape(flat, a.shape)
+    return quiet_call(_gamma_compiled, key, a, log_space)
 
 
 @_gamma_draws.defjvp
