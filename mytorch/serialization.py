@@ -349,7 +349,7 @@ def load(path, like=None):
             if like is not None:
                 raise _fail(path, "the file records no pytree structure (not written by "
                             "mt.save), so it cannot be matched to `like`; load it without")
-            return {n: from_numpy(_read_tensor(f, path, n, s, data_start))
+            return {n: _to_array(_read_tensor(f, path, n, s, data_start))
                     for n, s in sorted(specs.items())}
         try:
             tree_json = json.loads(meta[_TREE_KEY])

@@ -200,6 +200,29 @@ def test_foreign_safetensors_file_loads_as_a_flat_dict(tmp_path):
         mt.load(tmp_path / "f.safetensors", like={"ids": mnp.zeros(2, mnp.int32)})
 
 
+# Written by the `safetensors` package (0.8.0, `safetensors.numpy.save`) from
+# {"w": f32[[1.5, -2.0]], "h": bf16[1.0, 3.0], "i": int64 -7, "m": bool[True, False, True]}
+# with metadata {"note": "ok"}.
+_SAFETENSORS_BYTES = (
+    b'\x00\x01\x00\x00\x00\x00\x00\x00{"__metadata__":{"note":"ok"},"i":{"dtype":"I64",'
+    b'"shape":[],"data_offsets":[0,8]},"w":{"dtype":"F32","shape":[1,2],"data_offsets":[8,16]},'
+    b'"h":{"dtype":"BF16","shape":[2],"data_offsets":[16,20]},"m":{"dtype":"BOOL","shape":[3],'
+    b'"data_offsets":[20,23]}}      \xf9\xff\xff\xff\xff\xff\xff\xff\x00\x00\xc0?\x00\x00'
+    b'\x00\xc0\x80?@@\x01\x00\x01'
+)
+
+
+def test_a_file_written_by_the_safetensors_package_loads(tmp_path):
+    path = tmp_path / "ext.safetensors"
+    path.write_bytes(_SAFETENSORS_BYTES)
+    out = mt.load(path)
+    assert sorted(out) == ["h", "i", "m", "w"]
+    np.testing.assert_array_equal(out["w"], [[1.5, -2.0]])
+    assert out["h"].dtype == ml_dtypes.bfloat16 and out["h"].tolist() == [1.0, 3.0]
+    assert out["i"].dtype == np.int64 and int(out["i"]) == -7
+    assert out["m"].tolist() == [True, False, True]
+
+
 # Errors ----------------------------------------------------------------------------------------
 
 def test_like_mismatches_name_the_first_leaf_by_path(tmp_path):
