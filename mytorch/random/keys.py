@@ -19,8 +19,16 @@ from mytorch.core.tree_util import register_pytree_node
 from mytorch.numpy._manip_util import static_shape
 
 __all__ = [
-    "KeyArray", "PRNGKey", "key", "key_data", "wrap_key_data", "split", "fold_in", "bits",
-    "clone", "key_impl",
+    "KeyArray",
+    "PRNGKey",
+    "bits",
+    "clone",
+    "fold_in",
+    "key",
+    "key_data",
+    "key_impl",
+    "split",
+    "wrap_key_data",
 ]
 
 _U32 = np.dtype(np.uint32)
@@ -111,7 +119,7 @@ class KeyArray:
     flatten = ravel
 
     @property
-    def T(self):  # noqa: N802
+    def T(self):
         perm = (*range(self.ndim)[::-1], self.ndim)
         return KeyArray(self._data.transpose(perm))
 
@@ -215,7 +223,7 @@ def _seed_words(name, seed):
     return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
-def PRNGKey(seed):  # noqa: N802  (JAX's name)
+def PRNGKey(seed):
     """A raw key for an integer seed: a uint32[2] array (JAX's legacy key).
 
     Args:

@@ -12,7 +12,7 @@ from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.random.keys import canonical_shape, check_key, random_bits
 
-__all__ = ["uniform", "normal", "truncated_normal"]
+__all__ = ["normal", "truncated_normal", "uniform"]
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
