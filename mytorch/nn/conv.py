@@ -89,12 +89,7 @@ def uniform_init(key, shape, dtype, lim):
 
 def shape_str(x):
     """`f32[3,4]` for an array (its abstract type)."""
-    dt = mnp.dtype(x.dtype)
-    short = {"f": "f", "i": "i", "u": "u", "b": "bool", "c": "c"}.get(dt.kind, dt.name)
-    name = short if dt.kind == "b" else f"{short}{dt.itemsize * 8}"
-    if dt.name == "bfloat16":
-        name = "bf16"
-    return f"{name}[{','.join(map(str, x.shape))}]"
+    return mnp.asarray(x).aval.str_short()
 
 
 def check_channels_first(owner, x, channels, num_spatial_dims):

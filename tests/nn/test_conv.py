@@ -114,6 +114,17 @@ def test_conv_init_and_shapes():
     assert mt.nn.Conv1d(2, 3, 3, padding="same", key=mt.random.key(0)).padding == "SAME"
 
 
+def test_conv_init_matches_equinox_numbers():
+    # Equinox's Conv2d(2, 3, 2, key=jax.random.PRNGKey(2)): weight[0, 0] and bias
+    conv = mt.nn.Conv2d(2, 3, 2, key=mt.random.PRNGKey(2))
+    np.testing.assert_array_equal(np.asarray(conv.weight[0, 0]),
+                                  np.float32([[0.09637374430894852, 0.10099758952856064],
+                                              [-0.287828654050827, 0.17684303224086761]]))
+    np.testing.assert_array_equal(np.asarray(conv.bias).ravel(),
+                                  np.float32([0.35050076246261597, 0.006158750504255295,
+                                              -0.34037870168685913]))
+
+
 def test_conv_init_x64_dtype(x64):
     assert mt.nn.Conv1d(2, 3, 3, key=mt.random.key(0)).weight.dtype == np.float64
     conv = mt.nn.Conv1d(2, 3, 3, dtype=mnp.float16, key=mt.random.key(0))
