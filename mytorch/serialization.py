@@ -21,6 +21,7 @@ import tempfile
 
 import numpy as np
 
+from mytorch import random as _random
 from mytorch.core import dtypes
 from mytorch.core.array import Array, ArrayImpl, from_numpy
 from mytorch.core.backend import default_device
@@ -418,7 +419,10 @@ class _Reader:
             return self._namedtuple(j, kids)(*(self.build(c) for c in kids))
         if kind == "node":
             names = self._keys(j, kids, "names")
-            return dict(zip(names, (self.build(c) for c in kids), strict=True))
+            children = [self.build(c) for c in kids]
+            if j.get("type") == _KEY_TYPE and len(children) == 1:  # a typed PRNG key
+                return _rebuild_key(self.path, children[0])
+            return dict(zip(names, children, strict=True))
         value = self.leaf(j, kind)
         if kind == "array":
             return _to_array(value, j.get("weak", False))
@@ -462,6 +466,18 @@ class _Reader:
         for k, c in zip(keys, kids, strict=True):
             out.extend(self.leaves_with_paths(c, path + str(k)))
         return out
+
+
+_KEY_TYPE = "mytorch.random.keys.KeyArray"
+
+
+def _rebuild_key(path, data):
+    """A typed key from its uint32 data: the one registered class rebuilt without `like`,
+    through mt.random's own constructor (the type name is compared, never imported)."""
+    try:
+        return _random.wrap_key_data(data)
+    except (TypeError, ValueError) as e:
+        raise _fail(path, f"a PRNG key's data is not valid key data ({e})") from None
 
 
 def _to_array(value, weak=False):

@@ -200,6 +200,51 @@ def test_foreign_safetensors_file_loads_as_a_flat_dict(tmp_path):
         mt.load(tmp_path / "f.safetensors", like={"ids": mnp.zeros(2, mnp.int32)})
 
 
+def test_prng_keys_round_trip_typed_and_raw(tmp_path):
+    key = mt.random.key(7)
+    keys = mt.random.split(mt.random.key(3), 4)
+    raw = mt.random.PRNGKey(5)
+    tree = {"key": key, "keys": keys, "raw": raw}
+    mt.save(tmp_path / "k.safetensors", tree)
+    for like in (None, tree):
+        out = mt.load(tmp_path / "k.safetensors", like=like)
+        assert type(out["key"]) is type(key) and out["keys"].shape == (4,)
+        _same_bits(mt.random.key_data(out["key"]), mt.random.key_data(key))
+        _same_bits(mt.random.key_data(out["keys"]), mt.random.key_data(keys))
+        _same_bits(out["raw"], raw)
+        np.testing.assert_array_equal(mt.random.uniform(out["keys"][2], (3,)),
+                                      mt.random.uniform(keys[2], (3,)))
+    with pytest.raises(CheckpointError, match=r"leaf \['keys'\]\[<flat index 0>\] has shape "
+                       r"\(4, 2\), expected \(2, 2\)"):
+        mt.load(tmp_path / "k.safetensors", like={**tree, "keys": mt.random.split(key)})
+
+
+def test_an_nn_module_and_an_adam_state_come_back_as_themselves(tmp_path):
+    cell = mt.nn.GRUCell(3, 4, key=mt.random.key(0))
+    params = {"w": mnp.ones((2, 3))}
+    opt = mt.optim.adam(1e-2)
+    opt_state = opt.init(params)
+    _, opt_state = opt.update({"w": mnp.full((2, 3), 0.5)}, opt_state, params)
+    mt.save(tmp_path / "m.safetensors", {"cell": cell, "opt_state": opt_state})
+    fresh = {"cell": mt.nn.GRUCell(3, 4, key=mt.random.key(1)),
+             "opt_state": opt.init(params)}
+    out = mt.load(tmp_path / "m.safetensors", like=fresh)
+    assert type(out["cell"]) is type(cell)
+    x, h = mnp.ones(3), mnp.zeros(4)
+    np.testing.assert_array_equal(out["cell"](x, h), cell(x, h))
+    assert type(out["opt_state"][0]) is type(opt_state[0])
+    assert int(out["opt_state"][0].count) == 1
+    _same_bits(out["opt_state"][0].nu["w"], opt_state[0].nu["w"])
+    plain = mt.load(tmp_path / "m.safetensors")
+    assert sorted(plain["cell"]) == ["bias", "bias_n", "weight_hh", "weight_ih"]
+    assert plain["opt_state"][0].count == 1 and type(plain["opt_state"][0]).__name__ == (
+        "ScaleByAdamState")
+    with pytest.raises(CheckpointError, match=r"leaf \['cell'\]\.weight_ih has shape \(12, 3\), "
+                       r"expected \(15, 3\)"):
+        mt.load(tmp_path / "m.safetensors",
+                like={**fresh, "cell": mt.nn.GRUCell(3, 5, key=mt.random.key(1))})
+
+
 # Written by the `safetensors` package (0.8.0, `safetensors.numpy.save`) from
 # {"w": f32[[1.5, -2.0]], "h": bf16[1.0, 3.0], "i": int64 -7, "m": bool[True, False, True]}
 # with metadata {"note": "ok"}.
@@ -528,3 +573,43 @@ def test_resuming_from_the_newest_checkpoint_gives_the_same_final_params(tmp_pat
         _same_bits(resumed_final[k], final[k])
     assert resumed.latest_step() == 12
     assert not np.array_equal(final["w1"], _init_params()["w1"])
+
+
+@mt.jit
+def _adam_step(params, opt_state, key):
+    key, sub = mt.random.split(key)
+    idx = (mt.random.uniform(sub, (16,)) * 64).astype(mnp.int32)
+    grads = mt.grad(_loss)(params, mnp.asarray(_X)[idx], mnp.asarray(_Y)[idx])
+    updates, opt_state = _ADAM.update(grads, opt_state, params)
+    return mt.optim.apply_updates(params, updates), opt_state, key
+
+
+_ADAM = mt.optim.adam(1e-2)
+
+
+def _adam_run(state, until, ckpt=None):
+    params, opt_state, key = state["params"], state["opt_state"], state["key"]
+    for step in range(state["step"], until):
+        params, opt_state, key = _adam_step(params, opt_state, key)
+        if ckpt is not None and (step + 1) % 2 == 0:
+            ckpt.save(step + 1, {"params": params, "opt_state": opt_state, "step": step + 1,
+                                 "key": key})
+    return params
+
+
+def test_resuming_an_adam_run_with_a_typed_key(tmp_path):
+    def fresh():
+        params = _init_params()
+        return {"params": params, "opt_state": _ADAM.init(params), "step": 0,
+                "key": mt.random.key(0)}
+
+    final = _adam_run(fresh(), 10)
+    ckpt = mt.Checkpointer(tmp_path, max_to_keep=2)
+    _adam_run(fresh(), 7, ckpt)  # stops after step 7; the newest checkpoint is step 6
+    assert ckpt.all_steps() == [4, 6]
+    state = mt.Checkpointer(tmp_path).restore(like=mt.eval_shape(fresh))
+    assert int(state["step"]) == 6 and int(state["opt_state"][0].count) == 6
+    state["step"] = int(state["step"])
+    resumed = _adam_run(state, 10)
+    for k in final:
+        _same_bits(resumed[k], final[k])
