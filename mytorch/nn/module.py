@@ -197,7 +197,12 @@ class Module(metaclass=_ModuleMeta):
 
     def __hash__(self):
         leaves, treedef = tree_flatten(self)
-        return hash((treedef, tuple(leaves)))
+        try:
+            return hash((treedef, tuple(leaves)))
+        except TypeError:
+            raise user_error(TypeError, f"{type(self).__name__} is unhashable: it holds "
+                             "arrays; only modules without array leaves (e.g. Lambda, "
+                             "Identity) can be static arguments or dict keys") from None
 
     def __repr__(self):
         return _pformat(self, 0)
