@@ -16,8 +16,10 @@ from mytorch.optim.schedules import *
 from mytorch.optim.schedules import __all__ as _schedules_all
 from mytorch.optim.transforms import *
 from mytorch.optim.transforms import __all__ as _transforms_all
+from mytorch.optim.variants import *
+from mytorch.optim.variants import __all__ as _variants_all
 from mytorch.optim.wrappers import *
 from mytorch.optim.wrappers import __all__ as _wrappers_all
 
-__all__ = (["tree_utils"] + _base_all + _transforms_all + _clipping_all + _wrappers_all  # noqa: PLE0605
+__all__ = (["tree_utils"] + _base_all + _transforms_all + _variants_all + _clipping_all + _wrappers_all  # noqa: PLE0605
            + _schedules_all + _aliases_all)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from mytorch.optim import transforms as T
+from mytorch.optim import variants as V
 from mytorch.optim.base import identity
 from mytorch.optim.clipping import add_noise
 from mytorch.optim.wrappers import chain, masked
@@ -118,32 +119,32 @@ def lamb(learning_rate, b1=0.9, b2=0.999, eps=1e-6, eps_root=0.0, weight_decay=0
 
 def adamax(learning_rate, b1=0.9, b2=0.999, eps=1e-8):
     """Adamax: Adam with the infinity norm, `u = -lr * m_hat / max(|g| + eps, b2 * u)`."""
-    return chain(T.scale_by_adamax(b1, b2, eps), T.scale_by_learning_rate(learning_rate))
+    return chain(V.scale_by_adamax(b1, b2, eps), T.scale_by_learning_rate(learning_rate))
 
 
 def adamaxw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4, mask=None):
     """Adamax with decoupled weight decay. Needs params in `update`."""
-    return chain(T.scale_by_adamax(b1, b2, eps), T.add_decayed_weights(weight_decay, mask),
+    return chain(V.scale_by_adamax(b1, b2, eps), T.add_decayed_weights(weight_decay, mask),
                  T.scale_by_learning_rate(learning_rate))
 
 
 def radam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, threshold=5.0, *,
           nesterov=False):
     """Rectified Adam (see `scale_by_radam`)."""
-    return chain(T.scale_by_radam(b1, b2, eps, eps_root, threshold, nesterov=nesterov),
+    return chain(V.scale_by_radam(b1, b2, eps, eps_root, threshold, nesterov=nesterov),
                  T.scale_by_learning_rate(learning_rate))
 
 
 def adabelief(learning_rate, b1=0.9, b2=0.999, eps=1e-16, eps_root=1e-16, *,
               nesterov=False):
     """AdaBelief: Adam with the second moment of `g - m` (see `scale_by_belief`)."""
-    return chain(T.scale_by_belief(b1, b2, eps, eps_root, nesterov=nesterov),
+    return chain(V.scale_by_belief(b1, b2, eps, eps_root, nesterov=nesterov),
                  T.scale_by_learning_rate(learning_rate))
 
 
 def amsgrad(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None):
     """AMSGrad: Adam with the running maximum of the second moment."""
-    return chain(T.scale_by_amsgrad(b1, b2, eps, eps_root, mu_dtype),
+    return chain(V.scale_by_amsgrad(b1, b2, eps, eps_root, mu_dtype),
                  T.scale_by_learning_rate(learning_rate))
 
 
@@ -166,13 +167,13 @@ def sign_sgd(learning_rate):
 
 def signum(learning_rate, beta=0.9, accumulator_dtype=None):
     """Signum: `u = -lr * sign(e)` with `e <- (1 - beta) g + beta e` (not debiased)."""
-    return chain(T.ema(beta, debias=False, accumulator_dtype=accumulator_dtype),
+    return chain(V.ema(beta, debias=False, accumulator_dtype=accumulator_dtype),
                  T.scale_by_sign(), T.scale_by_learning_rate(learning_rate))
 
 
 def novograd(learning_rate, b1=0.9, b2=0.25, eps=1e-6, eps_root=0.0, weight_decay=0.0):
     """NovoGrad (see `scale_by_novograd`). Needs params in `update`."""
-    return chain(T.scale_by_novograd(b1=b1, b2=b2, eps=eps, eps_root=eps_root,
+    return chain(V.scale_by_novograd(b1=b1, b2=b2, eps=eps, eps_root=eps_root,
                                      weight_decay=weight_decay),
                  T.scale_by_learning_rate(learning_rate))
 

@@ -49,7 +49,7 @@ ScalarOrSchedule = float | Any | Schedule
 
 NO_PARAMS_MSG = (
     "{name}: this transformation needs the current params: call "
-    "update(updates, state, params) with params, not update(updates, state)."
+    "update(updates, state, params) with params, not update(updates, state)"
 )
 
 
@@ -201,10 +201,17 @@ def _check_shapes(fname, params, updates):
     u_leaves = tree_util.tree_leaves(updates)
     for (path, p), u in zip(p_leaves, u_leaves, strict=True):
         ps, us = mnp.shape(p), mnp.shape(u)
-        if ps != us and mnp.broadcast_shapes(ps, us) != ps:
+        if ps != us and not _broadcasts_to(us, ps):
             raise user_error(ValueError, f"{fname}: the update at "
                              f"{tree_util.keystr(path) or 'the root'} has shape {us} but its "
                              f"parameter has shape {ps}")
+
+
+def _broadcasts_to(shape, target):
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def incremental_update(new_tensors, old_tensors, step_size):

@@ -26,12 +26,8 @@ from mytorch.optim.base import (
 )
 
 __all__ = [
-    "EmaState",
     "ScaleByAdamState",
-    "ScaleByAmsgradState",
-    "ScaleByBeliefState",
     "ScaleByLionState",
-    "ScaleByNovogradState",
     "ScaleByRStdDevState",
     "ScaleByRStdDevWithCountState",
     "ScaleByRmsState",
@@ -42,18 +38,12 @@ __all__ = [
     "WeightDecaySchedule",
     "add_decayed_weights",
     "centralize",
-    "ema",
     "scale",
     "scale_by_adam",
-    "scale_by_adamax",
-    "scale_by_amsgrad",
-    "scale_by_belief",
     "scale_by_learning_rate",
     "scale_by_lion",
-    "scale_by_novograd",
     "scale_by_param_block_norm",
     "scale_by_param_block_rms",
-    "scale_by_radam",
     "scale_by_rms",
     "scale_by_rss",
     "scale_by_schedule",
@@ -70,6 +60,14 @@ def _zero_count():
 
 def _dtype(dtype):
     return None if dtype is None else mnp.dtype(dtype)
+
+
+def _check_like(name, updates, moments, field):
+    """Raise, naming `name` and the first differing path, when `updates` does not have the
+    structure of the state's `field` (a state made by `init` of other params)."""
+    if tree_util.tree_structure(updates) != tree_util.tree_structure(moments):
+        tree_map_checked(name, ("updates", f"state.{field}"), lambda *a: None, updates,
+                         moments, is_leaf=lambda x: x is None)
 
 
 def _need_params(name, params):
@@ -188,6 +186,7 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
 
     def update(updates, state, params=None):
         del params
+        _check_like("scale_by_adam", updates, state.mu, "mu")
         mu = tu.tree_update_moment(updates, state.mu, b1, 1)
         nu = tu.tree_update_moment_per_elem_norm(updates, state.nu, b2, 2)
         count_inc = safe_increment(state.count)
@@ -201,88 +200,6 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
         mu = tu.tree_cast(mu, mu_dtype)
         nu = tu.tree_cast_like(nu, state.nu)
         return updates, ScaleByAdamState(count=count_inc, mu=mu, nu=nu)
-
-    return GradientTransformation(init, update)
-
-
-class ScaleByAmsgradState(NamedTuple):
-    """AMSGrad: Adam's state plus the running maximum `nu_max` of the second moment."""
-    count: Any
-    mu: Any
-    nu: Any
-    nu_max: Any
-
-
-def scale_by_amsgrad(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None):
-    """AMSGrad: Adam with the running maximum of the bias-corrected second moment."""
-    mu_dtype = _dtype(mu_dtype)
-
-    def init(params):
-        return ScaleByAmsgradState(_zero_count(), tu.tree_zeros_like(params, dtype=mu_dtype),
-                                   tu.tree_zeros_like(params), tu.tree_zeros_like(params))
-
-    def update(updates, state, params=None):
-        del params
-        mu = tu.tree_update_moment(updates, state.mu, b1, 1)
-        nu = tu.tree_update_moment_per_elem_norm(updates, state.nu, b2, 2)
-        count_inc = safe_increment(state.count)
-        mu_hat = tu.tree_bias_correction(mu, b1, count_inc)
-        nu_max = tree_util.tree_map(mnp.maximum, state.nu_max,
-                                    tu.tree_bias_correction(nu, b2, count_inc))
-        updates = tree_util.tree_map(lambda m, v: m / (mnp.sqrt(v + eps_root) + eps),
-                                     mu_hat, nu_max)
-        return updates, ScaleByAmsgradState(count_inc, tu.tree_cast(mu, mu_dtype), nu, nu_max)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_adamax(b1=0.9, b2=0.999, eps=1e-8):
-    """Adamax: `m_hat / u` with `u <- max(|g| + eps, b2 * u)` (the infinity norm)."""
-    def init(params):
-        return ScaleByAdamState(_zero_count(), tu.tree_zeros_like(params),
-                                tu.tree_zeros_like(params))
-
-    def update(updates, state, params=None):
-        del params
-        count_inc = safe_increment(state.count)
-        mu = tu.tree_update_moment(updates, state.mu, b1, 1)
-        nu = tu.tree_update_infinity_moment(updates, state.nu, b2, eps)
-        mu_hat = tu.tree_bias_correction(mu, b1, count_inc)
-        return tree_util.tree_map(lambda m, v: m / v, mu_hat, nu), \
-            ScaleByAdamState(count_inc, mu, nu)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_radam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, threshold=5.0, *,
-                   nesterov=False):
-    """Rectified Adam: Adam's step times the variance rectification `r_t` once the
-    approximated SMA length `rho_t` reaches `threshold`; before that, `m_hat` alone."""
-    rho_inf = 2.0 / (1.0 - b2) - 1.0
-
-    def init(params):
-        return ScaleByAdamState(_zero_count(), tu.tree_zeros_like(params),
-                                tu.tree_zeros_like(params))
-
-    def update(updates, state, params=None):
-        del params
-        mu = tu.tree_update_moment(updates, state.mu, b1, 1)
-        nu = tu.tree_update_moment_per_elem_norm(updates, state.nu, b2, 2)
-        count_inc = safe_increment(state.count)
-        b2t = b2 ** count_inc
-        rho = rho_inf - 2 * count_inc * b2t / (1 - b2t)
-        if nesterov:
-            mu_hat = _nesterov_mu_hat(mu, updates, b1, count_inc)
-        else:
-            mu_hat = tu.tree_bias_correction(mu, b1, count_inc)
-        nu_hat = tu.tree_bias_correction(nu, b2, count_inc)
-        r = mnp.sqrt((rho - 4.0) * (rho - 2.0) * rho_inf
-                     / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho))
-        out = tree_util.tree_map(
-            lambda m, v: mnp.where(
-                rho >= threshold, r.astype(m.dtype) * m / (mnp.sqrt(v + eps_root) + eps), m),
-            mu_hat, nu_hat)
-        return out, ScaleByAdamState(count_inc, mu, nu)
 
     return GradientTransformation(init, update)
 
@@ -320,6 +237,7 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
 
     def update(updates, state, params=None):
         del params
+        _check_like("scale_by_rms", updates, state.nu, "nu")
         nu = tu.tree_update_moment_per_elem_norm(updates, state.nu, decay, 2)
         if bias_correction:
             count_inc = safe_increment(state.count)
@@ -360,6 +278,7 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True,
 
     def update(updates, state, params=None):
         del params
+        _check_like("scale_by_stddev", updates, state.nu, "nu")
         mu = tu.tree_update_moment(updates, state.mu, decay, 1)
         nu = tu.tree_update_moment_per_elem_norm(updates, state.nu, decay, 2)
         if bias_correction:
@@ -419,37 +338,6 @@ def scale_by_lion(b1=0.9, b2=0.99, mu_dtype=None):
                                updates, state.mu)
         mu = tu.tree_cast(tu.tree_update_moment(updates, state.mu, b2, 1), mu_dtype)
         return new, ScaleByLionState(count=safe_increment(state.count), mu=mu)
-
-    return GradientTransformation(init, update)
-
-
-class ScaleByBeliefState(NamedTuple):
-    """AdaBelief: `count` (int32), `mu` (mean of g) and `nu` (variance of g around mu)."""
-    count: Any
-    mu: Any
-    nu: Any
-
-
-def scale_by_belief(b1=0.9, b2=0.999, eps=1e-16, eps_root=1e-16, *, nesterov=False):
-    """AdaBelief's rescaling: Adam with `nu` the moving average of `(g - mu)**2 + eps_root`."""
-    def init(params):
-        return ScaleByBeliefState(_zero_count(), tu.tree_zeros_like(params),
-                                  tu.tree_zeros_like(params))
-
-    def update(updates, state, params=None):
-        del params
-        mu = tu.tree_update_moment(updates, state.mu, b1, 1)
-        err = tu.tree_sub(updates, mu)
-        nu = tu.tree_update_moment_per_elem_norm(err, state.nu, b2, 2)
-        nu = tree_util.tree_map(lambda v: v + eps_root, nu)
-        count_inc = safe_increment(state.count)
-        if nesterov:
-            mu_hat = _nesterov_mu_hat(mu, updates, b1, count_inc)
-        else:
-            mu_hat = tu.tree_bias_correction(mu, b1, count_inc)
-        nu_hat = tu.tree_bias_correction(nu, b2, count_inc)
-        out = tree_util.tree_map(lambda m, v: m / (mnp.sqrt(v) + eps), mu_hat, nu_hat)
-        return out, ScaleByBeliefState(count=count_inc, mu=mu, nu=nu)
 
     return GradientTransformation(init, update)
 
@@ -552,65 +440,3 @@ def centralize():
         return tree_util.tree_map(one, updates), state
 
     return GradientTransformation(init_empty_state, update)
-
-
-class EmaState(NamedTuple):
-    """`ema`: the step `count` (int32) and the moving average `ema`."""
-    count: Any
-    ema: Any
-
-
-def ema(decay, debias=True, accumulator_dtype=None):
-    """Exponential moving average of the updates, `e <- (1 - decay) g + decay e`; the
-    update is `e` (bias-corrected with `debias`)."""
-    acc_dtype = _dtype(accumulator_dtype)
-
-    def init(params):
-        return EmaState(_zero_count(), tu.tree_zeros_like(params, dtype=acc_dtype))
-
-    def update(updates, state, params=None):
-        del params
-        updates = new = tu.tree_update_moment(updates, state.ema, decay, 1)
-        count_inc = safe_increment(state.count)
-        if debias:
-            updates = tu.tree_bias_correction(new, decay, count_inc)
-        return updates, EmaState(count_inc, tu.tree_cast(new, acc_dtype))
-
-    return GradientTransformation(init, update)
-
-
-class ScaleByNovogradState(NamedTuple):
-    """NovoGrad: `count` (int32), the momentum `mu` and per-leaf 0-d second moments `nu`."""
-    count: Any
-    mu: Any
-    nu: Any
-
-
-def scale_by_novograd(b1=0.9, b2=0.25, eps=1e-8, eps_root=0.0, weight_decay=0.0,
-                      mu_dtype=None):
-    """NovoGrad's layer-wise rescaling: `nu` tracks each leaf's squared gradient norm
-    (`b2`), `mu <- b1 mu + g / (sqrt(nu + eps_root) + eps) + weight_decay p` (the first
-    step initialises both directly). Needs params."""
-    mu_dtype = _dtype(mu_dtype)
-
-    def init(params):
-        return ScaleByNovogradState(
-            _zero_count(), tu.tree_zeros_like(params, dtype=mu_dtype),
-            tree_util.tree_map(lambda p: mnp.asarray(0.0, dtype=mnp.asarray(p).dtype), params))
-
-    def update(updates, state, params=None):
-        _need_params("scale_by_novograd", params)
-        count_inc = safe_increment(state.count)
-        first = count_inc == 1
-        sq = tree_util.tree_map(lambda g: mnp.sum(_abs_sq(g)), updates)
-        nu = tree_util.tree_map(
-            lambda s, n: mnp.where(first, s.astype(n.dtype), (1 - b2) * s + b2 * n),
-            sq, state.nu)
-        step = tree_util.tree_map(
-            lambda g, p, n: g / (mnp.sqrt(n + eps_root) + eps) + weight_decay * p,
-            updates, params, nu)
-        mu = tree_util.tree_map(lambda m, s: mnp.where(first, s, b1 * m + s), state.mu, step)
-        mu = tu.tree_cast(mu, mu_dtype)
-        return mu, ScaleByNovogradState(count_inc, mu, nu)
-
-    return GradientTransformation(init, update)

@@ -85,8 +85,8 @@ def np_run(step, params, grads):
     leaves = {k: np.asarray(v, np.float64) for k, v in params.items()}
     states = {k: {} for k in leaves}
     for t, g in enumerate(grads):
-        for k in leaves:
-            leaves[k], states[k] = step(leaves[k], np.asarray(g[k], np.float64), states[k], t)
+        for k, leaf in list(leaves.items()):
+            leaves[k], states[k] = step(leaf, np.asarray(g[k], np.float64), states[k], t)
     return leaves
 
 

@@ -1,0 +1,77 @@
+"""The further aliases against Optax 0.2.8: parameters after four (RAdam: eight) jitted
+steps, computed with the installed optax and written here literally."""
+
+import numpy as np
+import pytest
+
+from mytorch import optim
+
+from ._data import GRADS, run
+
+OPTAX = {
+    "adamax": {"b": [0.4733410179615021, -0.9635578989982605],
+               "w": [[0.9032782316207886, -1.976990818977356],
+                     [0.1784282922744751, 2.912846803665161]]},
+    "adamaxw": {"b": [0.4639354944229126, -0.9444798231124878],
+                "w": [[0.8845909237861633, -1.9377998113632202],
+                      [0.17414456605911255, 2.85430645942688]]},
+    "adabelief": {"b": [0.47979414463043213, -0.9734066128730774],
+                  "w": [[0.8798217177391052, -1.9827393293380737],
+                        [0.14973591268062592, 2.8835370540618896]]},
+    "amsgrad": {"b": [0.4813072681427002, -0.9775446653366089],
+                "w": [[0.9017642736434937, -1.9824488162994385],
+                      [0.16055117547512054, 2.912905693054199]]},
+    "lars": {"b": [0.499960720539093, -0.9989615082740784],
+             "w": [[0.9952483773231506, -1.995672345161438],
+                   [0.24723950028419495, 2.989417314529419]]},
+    "novograd": {"b": [0.5146602988243103, -0.974341094493866],
+                 "w": [[0.8835752010345459, -2.014704465866089],
+                       [0.1893940269947052, 2.8778622150421143]]},
+    "signum": {"b": [0.5, -1.0],
+               "w": [[0.9600000381469727, -2.0], [0.22999998927116394, 2.9600000381469727]]},
+    "sign_sgd": {"b": [0.48000001907348633, -1.0],
+                 "w": [[0.9800000190734863, -2.0], [0.22999998927116394, 2.990000009536743]]},
+    "noisy_sgd": {"b": [0.5149061679840088, -1.025215744972229],
+                  "w": [[1.0054917335510254, -1.9800552129745483],
+                        [0.22205254435539246, 2.96435284614563]]},
+    "rmsprop_bias_correction": {"b": [0.48982349038124084, -1.0081206560134888],
+                                "w": [[0.9910790324211121, -1.9945930242538452],
+                                      [0.22666575014591217, 2.993396282196045]]},
+    "sgd_sched_momentum": {"b": [0.5091511607170105, -1.005826473236084],
+                           "w": [[0.9313486218452454, -2.0034537315368652],
+                                 [0.22132214903831482, 2.920862913131714]]},
+    "radam8": {"b": [0.5008037686347961, -1.0106632709503174],
+               "w": [[0.95867520570755, -1.9963544607162476],
+                     [0.2138526290655136, 2.9473276138305664]]},
+    "radam8_nesterov": {"b": [0.49870944023132324, -1.0131314992904663],
+                        "w": [[0.9566899538040161, -1.9941891431808472],
+                              [0.20814816653728485, 2.944331645965576]]},
+}
+
+
+def _configs():
+    return {
+        "adamax": optim.adamax(0.05),
+        "adamaxw": optim.adamaxw(0.05, weight_decay=0.1),
+        "adabelief": optim.adabelief(0.05),
+        "amsgrad": optim.amsgrad(0.05),
+        "lars": optim.lars(0.5, weight_decay=0.1),
+        "novograd": optim.novograd(0.05, weight_decay=0.01),
+        "signum": optim.signum(0.01),
+        "sign_sgd": optim.sign_sgd(0.01),
+        "noisy_sgd": optim.noisy_sgd(0.1, key=3),
+        "rmsprop_bias_correction": optim.rmsprop(0.01, bias_correction=True,
+                                                 eps_in_sqrt=False),
+        "sgd_sched_momentum": optim.sgd(optim.exponential_decay(0.1, 2, 0.5), momentum=0.9),
+        "radam8": optim.radam(0.05, b2=0.95),
+        "radam8_nesterov": optim.radam(0.05, b2=0.95, nesterov=True),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(OPTAX))
+def test_matches_optax(name):
+    grads = GRADS + GRADS if name.startswith("radam8") else GRADS
+    params, _ = run(_configs()[name], grads=grads)
+    for leaf in ("b", "w"):
+        np.testing.assert_allclose(np.asarray(params[leaf]), OPTAX[name][leaf],
+                                   rtol=2e-6, atol=2e-7)
