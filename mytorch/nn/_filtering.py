@@ -167,8 +167,7 @@ def tree_at(where, pytree, replace=_MISSING, replace_fn=_MISSING, is_leaf=None):
     positions, keep = {}, []
     marked = _marked(pytree, (), positions, keep, is_leaf)
     picked = where(marked)
-    if id(picked) in positions and (picked is marked or not isinstance(picked, (list, tuple))
-                                    or not all(id(p) in positions for p in picked)):
+    if id(picked) in positions:  # a node of the tree (even a list or tuple) is one node
         nodes, single = [picked], True
     else:
         try:

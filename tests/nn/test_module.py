@@ -5,6 +5,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
@@ -248,6 +250,11 @@ def test_tree_at():
     np.testing.assert_array_equal(doubled.layers[1].bias, [2, 2])
     swapped = nn.tree_at(lambda m: m.layers, model, replace=model.layers[::-1])
     assert swapped.layers[0] is model.layers[1]
+    one = nn.tree_at(lambda m: m.layers, model, replace=[model.layers[0]])
+    assert len(one.layers) == 1
+    both_layers = nn.tree_at(lambda m: [m.layers[0], m.layers[1]], model,
+                             replace=[model.layers[1], model.layers[0]])
+    assert both_layers.layers[1] is model.layers[0]
     assert nn.tree_at(lambda t: t[1], (1, 2, 3), replace=20) == (1, 20, 3)
     with_none = nn.tree_at(lambda t: t[0], (None, 1), replace=5, is_leaf=lambda x: x is None)
     assert with_none == (5, 1)
@@ -352,3 +359,47 @@ def test_state_and_state_index():
         state.x = 1
     with pytest.raises(ValueError, match="already moved out"):
         nn.State(model)
+
+
+def test_decorated_methods():
+    class Scaled(nn.Module):
+        w: mt.Array
+        n: int = nn.field(static=True, default=2)
+
+        @nn.filter_jit
+        def __call__(self, x):
+            return self.w * x * self.n
+
+        @mt.jit
+        def shifted(self, x):
+            return self.w + x
+
+    m = Scaled(mnp.ones(2))
+    np.testing.assert_array_equal(m(mnp.arange(2.0)), [0.0, 2.0])
+    np.testing.assert_array_equal(m.shifted(1.0), [2.0, 2.0])
+    g = nn.filter_grad(lambda m, x: mnp.sum(m(x)))(m, mnp.arange(2.0))
+    np.testing.assert_array_equal(g.w, [0.0, 2.0])
+
+
+_leaf = st.one_of(st.integers(-3, 3), st.text(max_size=2), st.none(),
+                  st.lists(st.floats(-2, 2, width=32), min_size=0, max_size=3).map(
+                      lambda v: mnp.asarray(np.asarray(v, np.float32))),
+                  st.integers(0, 3).map(lambda n: mnp.arange(n)))
+_trees = st.recursive(_leaf, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.tuples(kids, kids),
+    st.dictionaries(st.sampled_from("abc"), kids, max_size=2)), max_leaves=6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(tree=_trees)
+def test_partition_combine_round_trip(tree):
+    dyn, static = nn.partition(tree, nn.is_array)
+    assert all(nn.is_array(x) for x in tree_leaves(dyn))
+    assert not any(nn.is_array(x) for x in tree_leaves(static))
+    back = nn.combine(dyn, static)
+    assert nn.tree_equal(back, tree)
+    assert mt.tree_util.tree_structure(back) == mt.tree_util.tree_structure(tree)
+    n = sum(int(np.size(x)) for x in tree_leaves(tree) if nn.is_array(x))
+    assert nn.count_params(tree) == n
+    inexact = nn.filter(tree, nn.is_inexact_array)
+    assert all(np.dtype(x.dtype).kind == "f" for x in tree_leaves(inexact))
