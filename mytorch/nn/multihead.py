@@ -159,9 +159,12 @@ class MultiheadAttention(Module):
 
     def _project(self, proj, x, heads=True):
         """Apply a Linear to every position: `[..., D] -> [..., h, size]` (or `[..., out]`)."""
-        flat = x.reshape(-1, x.shape[-1])
-        out = vmap(proj)(flat).reshape(*x.shape[:-1], -1)
-        return out.reshape(*x.shape[:-1], self.num_heads, -1) if heads else out
+        lead = x.shape[:-1]
+        flat = vmap(proj)(x.reshape(math.prod(lead), x.shape[-1]))
+        size = flat.shape[-1]
+        if heads:
+            return flat.reshape(*lead, self.num_heads, size // self.num_heads)
+        return flat.reshape(*lead, size)
 
     def _process(self, process_heads, q, k, v, batched):
         shapes = (q.shape, k.shape, v.shape)

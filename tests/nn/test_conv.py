@@ -349,3 +349,16 @@ def test_conv_errors():
     with pytest.raises(ValueError, match=r"'CIRCULAR' needs padding 'SAME'"):
         mt.nn.ConvTranspose2d(3, 4, 3, padding=1, padding_mode="CIRCULAR",
                               key=mt.random.key(0))
+
+
+@pytest.mark.parametrize("dtype", [mnp.bfloat16, mnp.float16])
+def test_low_precision(dtype):
+    x = np.random.default_rng(0).standard_normal((2, 5, 5)).astype(np.float32)
+    for layer in (mt.nn.Conv2d(2, 3, 3, padding=1, dtype=dtype, key=mt.random.key(0)),
+                  mt.nn.ConvTranspose2d(2, 3, 3, stride=2, dtype=dtype, key=mt.random.key(0))):
+        out = layer(mnp.asarray(x).astype(dtype))
+        assert out.dtype == dtype and layer.weight.dtype == dtype
+        exact = tree_util.tree_map(lambda a: a.astype(np.float32), layer)(
+            mnp.asarray(x).astype(dtype).astype(np.float32))
+        np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(exact), rtol=0.05,
+                                   atol=0.05)

@@ -4,6 +4,8 @@ gradients."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
@@ -258,3 +260,28 @@ def test_errors():
     with pytest.raises(ValueError, match=r"num_heads \(4\), qk_size \(0\) and vo_size \(0\) "
                                          r"must be positive"):
         make(num_heads=4, query_size=3)
+
+
+@settings(max_examples=10)
+@given(heads=st.integers(1, 3), t=st.integers(1, 5), s=st.integers(1, 5),
+       qk=st.integers(1, 3), vo=st.integers(1, 3), causal=st.booleans())
+def test_hypothesis_sizes(heads, t, s, qk, vo, causal):
+    m = make(num_heads=heads, query_size=4, key_size=3, value_size=2, qk_size=qk,
+             vo_size=vo)
+    q, k, v = data(t=t, s=s, dq=4, dk=3, dv=2, seed=t * 7 + s)
+    got = m(*f32(q, k, v), is_causal=causal)
+    np.testing.assert_allclose(np.asarray(got), np_mha(m, q, k, v, causal=causal),
+                               rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [mnp.bfloat16, mnp.float16])
+@pytest.mark.parametrize("dropout_p", [0.0, 0.5])
+def test_low_precision_and_empty(dtype, dropout_p):
+    m = make(dtype=dtype, dropout_p=dropout_p)
+    q, k, v = (a.astype(dtype) for a in f32(*data()))
+    out = m(q, k, v, key=mt.random.key(1), is_causal=True)
+    assert out.dtype == dtype and out.shape == (4, 6)
+    if dropout_p == 0:
+        ref = np_mha(m, *(np.asarray(a, np.float64) for a in (q, k, v)), causal=True)
+        np.testing.assert_allclose(np.asarray(out, np.float64), ref, rtol=0.05, atol=0.05)
+    assert m(q[:0], k, v, key=mt.random.key(1)).shape == (0, 6)

@@ -194,3 +194,13 @@ def test_pool_errors():
                                          r"f32\[1,3,5\] must be at least the target shape "
                                          r"\(4, 4\)"):
         mt.nn.AdaptiveAvgPool2d(4)(mnp.ones((1, 3, 5)))
+
+
+@pytest.mark.parametrize("dtype", [mnp.bfloat16, mnp.float16])
+def test_low_precision(dtype):
+    x = mnp.asarray(np.random.default_rng(0).standard_normal((2, 6, 6))).astype(dtype)
+    for pool in (mt.nn.MaxPool2d(2, 2), mt.nn.AvgPool2d(3, 1, 1), mt.nn.AdaptiveAvgPool2d(2)):
+        out = pool(x)
+        assert out.dtype == dtype
+        np.testing.assert_allclose(np.asarray(out, np.float32),
+                                   np.asarray(pool(x.astype(np.float32))), rtol=0.02, atol=0.02)

@@ -187,3 +187,15 @@ def test_errors():
     with pytest.raises(TypeError, match=r"LSTMCell expected its state as a pair \(h, c\), got "
                                         r"\w+ at test_recurrent.py:\d+"):
         lstm(mnp.ones(3), mnp.zeros(4))
+
+
+@pytest.mark.parametrize("dtype", [mnp.bfloat16, mnp.float16])
+def test_low_precision_and_empty_batch(dtype):
+    gru = mt.nn.GRUCell(3, 2, dtype=dtype, key=mt.random.key(0))
+    lstm = mt.nn.LSTMCell(3, 2, dtype=dtype, key=mt.random.key(0))
+    x, h = mnp.asarray(XS[0]).astype(dtype), mnp.asarray(H0).astype(dtype)
+    assert gru(x, h).dtype == dtype and lstm(x, (h, h))[1].dtype == dtype
+    np.testing.assert_allclose(np.asarray(gru(x, h), np.float32),
+                               np_gru(gru, np.asarray(x, np.float64), np.asarray(h, np.float64)),
+                               rtol=0.03, atol=0.03)
+    assert gru(mnp.ones((0, 3), dtype), mnp.ones((0, 2), dtype)).shape == (0, 2)
