@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from mytorch import lax
 from mytorch import numpy as mnp
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
@@ -18,7 +19,8 @@ from mytorch.nn.activations import log_sigmoid, log_softmax, softmax
 from mytorch.scipy.special import logsumexp
 
 __all__ = [
-    "convex_kl_divergence", "cosine_distance", "cosine_similarity", "generalized_kl_divergence",
+    "convex_kl_divergence", "cosine_distance", "cosine_similarity", "ctc_loss",
+    "ctc_loss_with_forward_probs", "generalized_kl_divergence",
     "hinge_loss", "huber_loss", "kl_divergence", "kl_divergence_with_log_targets", "l2_loss",
     "log_cosh", "poly_loss_cross_entropy", "safe_softmax_cross_entropy",
     "sigmoid_binary_cross_entropy", "sigmoid_focal_loss", "smooth_labels",
@@ -370,3 +372,95 @@ def smooth_labels(labels, alpha, *, axis=-1, where=None):
     else:
         n = mnp.sum(mnp.asarray(where), axis, keepdims=True)
     return (1.0 - alpha) * labels + alpha / n
+
+
+# ---- sequences ----------------------------------------------------------------------------
+def _ctc_check(logits, logit_paddings, labels, label_paddings):
+    name = "ctc_loss"
+    logits = _floating(name, "logits", logits)
+    labels = _integer(name, "labels", labels)
+    logit_paddings, label_paddings = mnp.asarray(logit_paddings), mnp.asarray(label_paddings)
+    if logits.ndim != 3 or labels.ndim != 2:
+        raise user_error(ValueError, f"{name}: expected `logits` [batch, time, classes] and "
+                                     f"`labels` [batch, max_label_len], got {_s(logits)} and "
+                                     f"{_s(labels)}")
+    if logit_paddings.shape != logits.shape[:2]:
+        raise user_error(ValueError, f"{name}: `logit_paddings` {_s(logit_paddings)} must have "
+                                     f"the shape {logits.shape[:2]} of `logits` {_s(logits)} "
+                                     "without the class axis")
+    if label_paddings.shape != labels.shape or labels.shape[0] != logits.shape[0]:
+        raise user_error(ValueError, f"{name}: `labels` {_s(labels)} and `label_paddings` "
+                                     f"{_s(label_paddings)} must have one shape, with the "
+                                     f"batch size {logits.shape[0]} of `logits`")
+    return logits, logit_paddings, labels, label_paddings
+
+
+def ctc_loss_with_forward_probs(logits, logit_paddings, labels, label_paddings, *,
+                                blank_id=0, log_epsilon=-1e5):
+    """ctc_loss, also returning the forward variables (Optax's layout).
+
+    Returns:
+      (per_seq_loss [batch], log_alpha_blank [time, batch, max_label_len + 1],
+      log_alpha_label [time, batch, max_label_len]): after each time step, the log
+      probability of having emitted n labels and sitting on a blank (or, at the last step,
+      anywhere after label n), and of sitting on label n + 1.
+    """
+    logits, logit_paddings, labels, label_paddings = _ctc_check(
+        logits, logit_paddings, labels, label_paddings)
+    batch = logits.shape[0]
+    n = labels.shape[1]
+    dt = logits.dtype
+    logprobs = log_softmax(logits)
+    label_lens = n - mnp.sum(label_paddings, axis=1).astype(mnp.int32)
+    # a label equal to the one before it cannot be reached from it without a blank
+    repeat = mnp.pad((labels[:, :-1] == labels[:, 1:]).astype(dt), ((0, 0), (0, 1)))
+    blank_lp = mnp.transpose(logprobs[:, :, blank_id], (1, 0))[..., None]  # [T, B, 1]
+    idx = mnp.broadcast_to(labels[:, None, :], (batch, logits.shape[1], n))
+    label_lp = mnp.transpose(mnp.take_along_axis(logprobs, idx, axis=2), (1, 0, 2))
+    pads = mnp.transpose(logit_paddings, (1, 0)).astype(dt)[..., None]  # [T, B, 1]
+    eps = mnp.asarray(log_epsilon, dt)
+
+    def close_labels(blank, label, penalty):
+        # leaving label n for the blank-or-next state n + 1 (penalised where disallowed)
+        return mnp.concatenate([blank[:, :1], mnp.logaddexp(blank[:, 1:], label + penalty)],
+                               axis=1)
+
+    def step(carry, x):
+        blank, label = carry
+        lp_label, lp_blank, pad = x
+        ready = close_labels(blank, label, eps * repeat)
+        new_label = mnp.logaddexp(ready[:, :-1], label) + lp_label
+        new_blank = close_labels(ready + lp_blank, label + lp_blank, eps * (1.0 - repeat))
+        new_blank = pad * blank + (1.0 - pad) * new_blank
+        new_label = pad * label + (1.0 - pad) * new_label
+        return (new_blank, new_label), (new_blank, new_label)
+
+    init_blank = mnp.concatenate([mnp.zeros((batch, 1), dt),
+                                  mnp.full((batch, n), log_epsilon, dt)], axis=1)
+    init_label = mnp.full((batch, n), log_epsilon, dt)
+    _, (alpha_blank, alpha_label) = lax.scan(step, (init_blank, init_label),
+                                             (label_lp, blank_lp, pads))
+    last = close_labels(alpha_blank[-1], alpha_label[-1], mnp.zeros_like(alpha_label[-1]))
+    alpha_blank = alpha_blank.at[-1].set(last)
+    loss = -mnp.squeeze(mnp.take_along_axis(last, label_lens[:, None], axis=1), 1)
+    return loss, alpha_blank, alpha_label
+
+
+def ctc_loss(logits, logit_paddings, labels, label_paddings, *, blank_id=0, log_epsilon=-1e5):
+    """Connectionist temporal classification loss: -log p(labels | logits), summed over
+    every alignment (Graves et al. 2006), per sequence.
+
+    Args:
+      logits: [batch, time, classes] float array of unnormalised log-probabilities.
+      logit_paddings: [batch, time], 1.0 at padded time steps, 0.0 elsewhere.
+      labels: [batch, max_label_len] integer label ids (never `blank_id`).
+      label_paddings: [batch, max_label_len], 1.0 at padded label positions (right padding).
+      blank_id: the class of the blank symbol.
+      log_epsilon: the stand-in for log(0) in the recursion (keeps gradients finite).
+
+    Returns:
+      [batch] per-sequence losses (not averaged, as Optax). A label sequence that cannot
+      fit into the unpadded time steps gets a loss of order -log_epsilon.
+    """
+    return ctc_loss_with_forward_probs(logits, logit_paddings, labels, label_paddings,
+                                       blank_id=blank_id, log_epsilon=log_epsilon)[0]

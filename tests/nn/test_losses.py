@@ -332,3 +332,76 @@ def test_errors_name_the_loss_and_both_shapes():
         nn.cosine_similarity(x, np.zeros(2, np.float32))
     with pytest.raises(ValueError, match=r"axis 2 is out of bounds for f32\[4,3\]"):
         nn.softmax_cross_entropy_with_integer_labels(x, np.zeros(4, np.int32), axis=2)
+
+
+# ---- ctc_loss -------------------------------------------------------------------------------
+CTC_LOGITS = np.array([[[0, 0.3, -0.27], [-0.89, -0.45, -0.99], [0.06, 1.34, -0.49],
+                        [-0.62, 0.49, 0.36], [0.11, -0.93, -0.03]],
+                       [[0.7, -1.34, -0.46], [-1.9, -1.29, -1.84], [-0.24, -1.27, 0.27],
+                        [0.16, -0.19, -2.52], [-0.54, -0.05, 0.11]]], np.float32)
+CTC_PADS = np.array([[0, 0, 0, 0, 0], [0, 0, 0, 0, 1]], np.float32)
+CTC_LABELS = np.array([[1, 2], [2, 2]])
+
+
+def _np_ctc(logits, time_len, labels, blank=0):
+    """-log of the sum over every path of length time_len that collapses to labels (the
+    definition, by enumeration)."""
+    import itertools
+
+    lp = _np_log_softmax(logits[:time_len])
+    total = 0.0
+    for path in itertools.product(range(logits.shape[-1]), repeat=time_len):
+        collapsed = [c for i, c in enumerate(path) if c != blank and (i == 0 or
+                                                                     c != path[i - 1])]
+        if collapsed == list(labels):
+            total += np.exp(sum(lp[t, c] for t, c in enumerate(path)))
+    return -np.log(total)
+
+
+def test_ctc_loss_matches_the_definition_and_optax():
+    labp = np.zeros((2, 2), np.float32)
+    got = nn.ctc_loss(CTC_LOGITS, CTC_PADS, CTC_LABELS, labp)
+    want = [_np_ctc(CTC_LOGITS[0], 5, [1, 2]), _np_ctc(CTC_LOGITS[1], 4, [2, 2])]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    _close(got, [1.4399259, 3.800576])  # Optax 0.2.8
+    _close(_grad_sum(lambda lg: nn.ctc_loss(lg, CTC_PADS, CTC_LABELS, labp), CTC_LOGITS),
+           [[[-0.16235013, -0.08285418, 0.24520436], [0.05652118, -0.29055378, 0.2340326],
+             [0.02481792, -0.02710128, 0.00228335], [0.02870531, 0.21506871, -0.24377404],
+             [0.08222088, 0.15901235, -0.24123318]],
+            [[0.5848906, 0.09007782, -0.6749684], [-0.6020624, 0.47163114, 0.1304312],
+             [0.15735337, 0.11812433, -0.2754777], [-0.20951337, 0.39739883, -0.1878855],
+             [0, 0, 0]]])
+    # label padding, another blank id, and a label sequence too long for the time steps
+    labels, labp = np.array([[2, 1], [1, 1]]), np.array([[0, 1], [0, 0]], np.float32)
+    got = nn.ctc_loss(CTC_LOGITS, CTC_PADS, labels, labp, blank_id=0)
+    want = [_np_ctc(CTC_LOGITS[0], 5, [2]), _np_ctc(CTC_LOGITS[1], 4, [1, 1])]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    got = nn.ctc_loss(CTC_LOGITS, CTC_PADS, np.array([[0, 1], [1, 0]]), np.zeros((2, 2)),
+                      blank_id=2)
+    want = [_np_ctc(CTC_LOGITS[0], 5, [0, 1], 2), _np_ctc(CTC_LOGITS[1], 4, [1, 0], 2)]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    long = nn.ctc_loss(CTC_LOGITS[:1, :2], np.zeros((1, 2)), np.array([[1, 1]]),
+                       np.zeros((1, 2)))
+    _close(long, [99999.73])  # impossible: of order -log_epsilon, as Optax 0.2.8
+
+
+def test_ctc_loss_grads_jit_and_vmap(x64):
+    labp = np.zeros((2, 2))
+    check_grads(lambda lg: nn.ctc_loss(lg, CTC_PADS, CTC_LABELS, labp),
+                (CTC_LOGITS.astype(np.float64),), order=1)
+    eager = np.asarray(nn.ctc_loss(CTC_LOGITS, CTC_PADS, CTC_LABELS, labp))
+    np.testing.assert_allclose(np.asarray(mt.jit(nn.ctc_loss)(CTC_LOGITS, CTC_PADS,
+                                                               CTC_LABELS, labp)), eager)
+    stacked = np.stack([CTC_LOGITS, CTC_LOGITS[::-1]])
+    f = mt.vmap(lambda lg: nn.ctc_loss(lg, CTC_PADS, CTC_LABELS, labp))
+    loop = [np.asarray(nn.ctc_loss(s, CTC_PADS, CTC_LABELS, labp)) for s in stacked]
+    np.testing.assert_allclose(np.asarray(f(stacked)), np.stack(loop), rtol=1e-12)
+
+
+def test_ctc_loss_errors():
+    with pytest.raises(ValueError, match=r"ctc_loss: expected `logits` \[batch, time, "
+                                         r"classes\] .*got f32\[5,3\] and i32\[2,2\]"):
+        nn.ctc_loss(CTC_LOGITS[0], CTC_PADS[0], CTC_LABELS, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"ctc_loss: `logit_paddings` f32\[2,4\] must have "
+                                         r"the shape \(2, 5\)"):
+        nn.ctc_loss(CTC_LOGITS, CTC_PADS[:, :4], CTC_LABELS, np.zeros((2, 2)))
