@@ -106,7 +106,7 @@ def randint(key, shape, minval, maxval, dtype=None):
 
     >>> import mytorch as mt
     >>> mt.random.randint(mt.random.key(0), (4,), 0, 10)
-    Array([2, 1, 0, 5], dtype=int32)
+    Array([9, 0, 2, 3], dtype=int32)
     """
     data, _ = check_key("randint", key)
     shape = canonical_shape("randint", shape)
@@ -133,7 +133,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 
     >>> import mytorch as mt
     >>> mt.random.bernoulli(mt.random.key(0), 0.5, (4,))
-    Array([False, False,  True, False], dtype=bool)
+    Array([False, False,  True,  True], dtype=bool)
     """
     data, _ = check_key("bernoulli", key)
     if mode not in ("low", "high"):
@@ -275,7 +275,7 @@ def permutation(key, x, axis=0, independent=False):
 
     >>> import mytorch as mt
     >>> mt.random.permutation(mt.random.key(0), 5)
-    Array([3, 1, 0, 4, 2], dtype=int32)
+    Array([0, 1, 4, 3, 2], dtype=int32)
     """
     data, _ = check_key("permutation", key)
     if isinstance(x, (int, np.integer)) or (np.ndim(x) == 0 and hasattr(x, "dtype")):

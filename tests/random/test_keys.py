@@ -225,3 +225,14 @@ def test_shape_and_dtype_errors():
         R.bits(R.key(0), (2, -1))
     with pytest.raises(ValueError, match="bits: dtype must be an unsigned int dtype"):
         R.bits(R.key(0), (2,), np.int32)
+
+
+@pytest.mark.parametrize("module", ["mytorch.random.keys", "mytorch.random.uniform",
+                                    "mytorch.random.discrete", "mytorch.lax.prng"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted >= 3
