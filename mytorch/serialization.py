@@ -127,8 +127,10 @@ class _Writer:
 
 
 def _encode_scalar(x):
-    if type(x) is float:
-        return {"t": "float", "v": float.hex(x)}  # exact, and inf/nan survive JSON
+    if type(x) is float:  # exact, and inf survives JSON; a NaN keeps its sign and payload
+        if math.isnan(x):
+            return {"t": "float", "v": "nan", "bits": struct.unpack("<Q", struct.pack("<d", x))[0]}
+        return {"t": "float", "v": float.hex(x)}
     return {"t": type(x).__name__, "v": x}
 
 
@@ -395,8 +397,10 @@ class _Reader:
         v = j.get("v")
         if kind == "float":
             try:
+                if "bits" in j:
+                    return struct.unpack("<d", struct.pack("<Q", j["bits"]))[0]
                 return float.fromhex(v)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, struct.error):
                 raise _fail(self.path, f"bad float value {v!r} in the structure") from None
         expect = {"int": int, "bool": bool, "str": str}.get(kind)
         if expect is None:

@@ -107,6 +107,44 @@ def test_containers_and_python_scalars_without_like(tmp_path):
     assert out["e"] == [[], (), {}]
 
 
+_scalars = st.one_of(st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=5),
+                    st.floats(allow_nan=True, allow_infinity=True))
+_leaves = st.one_of(_scalars, st.none(), st.builds(
+    lambda shape, seed, dtype: _random_bits(np.random.default_rng(seed), shape, dtype),
+    st.sampled_from([(), (0,), (2, 3)]), st.integers(0, 99), st.sampled_from(ALL_DTYPES)))
+_trees = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=3), st.integers(-5, 5)), kids, max_size=3)),
+    max_leaves=8)
+
+
+def _assert_same_tree(a, b):
+    assert type(a) is type(b)
+    if isinstance(a, dict):  # a dict comes back in sorted-key order, as tree_unflatten gives
+        assert len(a) == len(b) and set(a) == set(b)
+        for k in a:
+            _assert_same_tree(a[k], b[k])
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _assert_same_tree(x, y)
+    elif isinstance(a, np.ndarray):
+        _same_bits(a, b)
+    elif isinstance(a, float):
+        assert struct.pack("<d", a) == struct.pack("<d", b)  # -0.0 and NaN included
+    else:
+        assert a == b
+
+
+@settings(max_examples=15)
+@given(tree=_trees)
+def test_random_pytrees_round_trip(tmp_path_factory, tree):
+    path = tmp_path_factory.mktemp("trees") / "t.safetensors"
+    mt.save(path, tree)
+    _assert_same_tree(mt.load(path), tree)
+    _assert_same_tree(mt.load(path, like=tree), tree)
+
+
 def test_a_single_array_and_none(tmp_path):
     mt.save(tmp_path / "a.safetensors", mnp.arange(4.0))
     np.testing.assert_array_equal(mt.load(tmp_path / "a.safetensors"), np.arange(4.0))
@@ -297,6 +335,9 @@ def test_like_mismatches_name_the_first_leaf_by_path(tmp_path):
     with pytest.raises(CheckpointError, match=r"leaf \['step'\] is a Python int in the file, "
                        r"expected an array of shape \(\) and dtype float32"):
         mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": mnp.zeros(())})
+    with pytest.raises(TypeError, match=r"load: the `like` leaf \['step'\] is a "
+                       r"builtin_function_or_method; `like` leaves must be arrays"):
+        mt.load(path, like={"layers": [{"weight": mnp.ones((4, 3))}], "step": len})
     model = _model(rows=4)
     mt.save(path, model)
     with pytest.raises(CheckpointError, match=r"leaf \.layers\[0\]\['weight'\] has shape "

@@ -173,6 +173,11 @@ def test_dynamic_loss_scale_grows_after_period_good_steps_and_eager_equals_jit()
         assert int(s.counter) == int(eager.counter) == (i + 1) % 3
     assert float(s.loss_scale) == 2.0**12  # grew after steps 3 and 6
     assert float(s.adjust(mnp.array(False)).loss_scale) == 2.0**11
+    batch = DynamicLossScale(mnp.array([4.0, 4.0, 4.0]), mnp.array([0, 2, 2], mnp.int32),
+                             period=3)  # vmap over a batch of loss scales == one by one
+    out = mt.vmap(lambda s, f: s.adjust(f))(batch, mnp.array([True, True, False]))
+    np.testing.assert_array_equal(out.loss_scale, [4.0, 8.0, 2.0])
+    np.testing.assert_array_equal(out.counter, [1, 0, 0])
 
 
 def test_dynamic_loss_scale_is_a_pytree_that_checkpoints(tmp_path):
