@@ -71,7 +71,7 @@ def _is_static(f):
 
 
 def _fields(cls):
-    return cls.__dict__["_mt_fields"]
+    return cls.__dict__.get("_mt_fields", ())
 
 
 class _ModuleMeta(abc.ABCMeta):

@@ -431,3 +431,42 @@ def test_optimiser_on_a_model():
     # Adam's first step moves every parameter with a nonzero gradient by lr
     moved = np.abs(_np(grads.layers[0].weight)) > 1e-8
     np.testing.assert_allclose(np.abs(delta[moved]), 1e-2, rtol=1e-3)
+
+
+def test_jitted_training_with_state_keys_and_optimiser():
+    k1, k2, k3 = mt.random.split(mt.random.key(7), 3)
+    model, state = nn.make_with_state(nn.Sequential)([
+        nn.Linear(2, 16, key=k1), nn.BatchNorm(16, "batch"), nn.Lambda(nn.relu),
+        nn.Dropout(0.1), nn.Linear(16, 1, key=k2)])
+    rng = np.random.default_rng(0)
+    x = mnp.asarray(rng.uniform(-1, 1, size=(32, 2)).astype(np.float32))
+    y = mnp.sum(x * x, axis=1, keepdims=True)
+    opt = mt.optim.adamw(1e-2)
+    opt_state = opt.init(model)
+
+    def loss(model, state, x, y, key):
+        keys = mt.random.split(key, x.shape[0])
+        pred, state = mt.vmap(lambda x, k, s: model(x, s, key=k), axis_name="batch",
+                              in_axes=(0, 0, None), out_axes=(0, None))(x, keys, state)
+        return mnp.mean((pred - y) ** 2), state
+
+    @mt.jit
+    def step(model, state, opt_state, x, y, key):
+        (value, state), grads = mt.value_and_grad(loss, has_aux=True)(model, state, x, y, key)
+        updates, opt_state = opt.update(grads, opt_state, model)
+        return mt.optim.apply_updates(model, updates), state, opt_state, value
+
+    values = []
+    for i in range(40):
+        key = mt.random.fold_in(k3, i)
+        model, state, opt_state, value = step(model, state, opt_state, x, y, key)
+        values.append(float(value))
+    assert values[-1] < 0.5 * values[0]
+    assert type(model) is nn.Sequential and model[3].p == 0.1
+    evaluated = nn.inference_mode(model)
+    assert evaluated[1].inference and evaluated[3].inference and not model[3].inference
+    pred, state2 = mt.vmap(evaluated, axis_name="batch", in_axes=(0, None),
+                           out_axes=(0, None))(x, state)
+    np.testing.assert_array_equal(state2.get(model[1].ema_state_index)[0],
+                                  state.get(model[1].ema_state_index)[0])
+    assert pred.shape == (32, 1) and np.isfinite(_np(pred)).all()
