@@ -31,19 +31,23 @@ _PADDING_MODES = {"ZEROS": None, "REFLECT": "reflect", "REPLICATE": "edge", "CIR
 
 
 # ---- argument parsing shared with pooling -----------------------------------------------
-def ntuple(value, n, what, owner):
-    """`value` (an int or a sequence of n ints) as a tuple of n Python ints."""
+def ntuple(value, n, what, owner, minimum=None):
+    """`value` (an int or a sequence of n ints, each >= minimum) as a tuple of n ints."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return (int(value),) * n
-    try:
-        out = tuple(operator.index(v) for v in value)
-    except TypeError:
-        out = None
+        out = (int(value),) * n
+    else:
+        try:
+            out = tuple(operator.index(v) for v in value)
+        except TypeError:
+            out = None
     if out is None or len(out) != n:
         raise user_error(
             ValueError,
             f"{owner}: {what} must be an int or a sequence of {n} ints, got {value!r}",
         )
+    if minimum is not None and min(out, default=minimum) < minimum:
+        raise user_error(ValueError, f"{owner}: {what} must be at least {minimum} in every "
+                         f"dim, got {value!r}")
     return out
 
 
@@ -172,7 +176,7 @@ class Conv(Module):
                  dtype=None, *, key):
         owner = type(self).__name__
         n = num_spatial_dims
-        kernel_size = ntuple(kernel_size, n, "kernel_size", owner)
+        kernel_size = ntuple(kernel_size, n, "kernel_size", owner, 1)
         _check_groups(owner, in_channels, out_channels, groups)
         dtype = default_dtype(dtype)
         wkey, bkey = _random.split(key, 2)
@@ -186,9 +190,9 @@ class Conv(Module):
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = kernel_size
-        self.stride = ntuple(stride, n, "stride", owner)
+        self.stride = ntuple(stride, n, "stride", owner, 1)
         self.padding = padding_init(padding, n, owner)
-        self.dilation = ntuple(dilation, n, "dilation", owner)
+        self.dilation = ntuple(dilation, n, "dilation", owner, 1)
         self.groups = groups
         self.use_bias = use_bias
         self.padding_mode = _padding_mode_init(padding_mode, owner)
@@ -297,8 +301,8 @@ class ConvTranspose(Module):
                  padding_mode="ZEROS", dtype=None, *, key):
         owner = type(self).__name__
         n = num_spatial_dims
-        kernel_size = ntuple(kernel_size, n, "kernel_size", owner)
-        stride = ntuple(stride, n, "stride", owner)
+        kernel_size = ntuple(kernel_size, n, "kernel_size", owner, 1)
+        stride = ntuple(stride, n, "stride", owner, 1)
         output_padding = ntuple(output_padding, n, "output_padding", owner)
         if any(o >= s or o < 0 for o, s in zip(output_padding, stride, strict=True)):
             raise user_error(ValueError, f"{owner}: output_padding {output_padding} must be "
@@ -327,7 +331,7 @@ class ConvTranspose(Module):
         self.stride = stride
         self.padding = padding
         self.output_padding = output_padding
-        self.dilation = ntuple(dilation, n, "dilation", owner)
+        self.dilation = ntuple(dilation, n, "dilation", owner, 1)
         self.groups = groups
         self.use_bias = use_bias
         self.padding_mode = padding_mode

@@ -88,13 +88,10 @@ class Pool(Module):
         self.init = init
         self.operation = operation
         self.num_spatial_dims = num_spatial_dims
-        self.kernel_size = ntuple(kernel_size, num_spatial_dims, "kernel_size", owner)
-        self.stride = ntuple(stride, num_spatial_dims, "stride", owner)
+        self.kernel_size = ntuple(kernel_size, num_spatial_dims, "kernel_size", owner, 1)
+        self.stride = ntuple(stride, num_spatial_dims, "stride", owner, 1)
         self.padding = _pool_padding(padding, num_spatial_dims, owner)
         self.use_ceil = bool(use_ceil)
-        if min(self.kernel_size + self.stride, default=1) < 1:
-            raise user_error(ValueError, f"{owner}: kernel_size {self.kernel_size} and stride "
-                             f"{self.stride} must be positive")
         for (lo, hi), k in zip(self.padding, self.kernel_size, strict=True):
             if max(lo, hi) > k:
                 raise user_error(ValueError, f"{owner}: padding {(lo, hi)} is larger than the "
@@ -206,10 +203,7 @@ class AdaptivePool(Module):
 
     def __init__(self, target_shape, num_spatial_dims, operation):
         owner = type(self).__name__
-        self.target_shape = ntuple(target_shape, num_spatial_dims, "target_shape", owner)
-        if min(self.target_shape) < 1:
-            raise user_error(ValueError, f"{owner}: target_shape {self.target_shape} must be "
-                             "positive")
+        self.target_shape = ntuple(target_shape, num_spatial_dims, "target_shape", owner, 1)
         self.num_spatial_dims = num_spatial_dims
         self.operation = operation
 

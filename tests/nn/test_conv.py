@@ -337,6 +337,11 @@ def test_conv_errors():
     with pytest.raises(ValueError, match=r"Conv2d: kernel_size must be an int or a sequence "
                                          r"of 2 ints, got \(3, 3, 3\)"):
         mt.nn.Conv2d(3, 4, (3, 3, 3), key=mt.random.key(0))
+    with pytest.raises(ValueError, match=r"Conv2d: stride must be at least 1 in every dim, "
+                                         r"got \(1, 0\)"):
+        mt.nn.Conv2d(3, 4, 3, stride=(1, 0), key=mt.random.key(0))
+    with pytest.raises(ValueError, match=r"ConvTranspose1d: kernel_size must be at least 1"):
+        mt.nn.ConvTranspose1d(3, 4, 0, key=mt.random.key(0))
     with pytest.raises(ValueError, match=r"Conv2d: padding must be .* got \(1, 2, 3\)"):
         mt.nn.Conv2d(3, 4, 3, padding=(1, 2, 3), key=mt.random.key(0))
     with pytest.raises(ValueError, match=r"padding_mode must be 'ZEROS', 'REFLECT'"):

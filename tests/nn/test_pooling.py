@@ -186,6 +186,10 @@ def test_pool_errors():
     with pytest.raises(ValueError, match=r"MaxPool2d: kernel_size must be an int or a sequence "
                                          r"of 2 ints"):
         mt.nn.MaxPool2d((2, 2, 2))
+    with pytest.raises(ValueError, match=r"MaxPool2d: stride must be at least 1 in every dim"):
+        mt.nn.MaxPool2d(2, stride=0)
+    with pytest.raises(ValueError, match=r"AdaptiveMaxPool1d: target_shape must be at least 1"):
+        mt.nn.AdaptiveMaxPool1d(0)
     with pytest.raises(ValueError, match=r"AvgPool2d: padding must be"):
         mt.nn.AvgPool2d(2, padding=(1, 2, 3))
     with pytest.raises(TypeError, match=r"Pool: operation must be lax.max, lax.min or lax.add"):
