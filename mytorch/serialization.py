@@ -259,7 +259,7 @@ def _read_header(f, path, size):
                     "bytes): truncated, or not a safetensors file")
     try:
         header = json.loads(f.read(n).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as e:
         raise _fail(path, f"the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
         raise _fail(path, f"the header is a JSON {type(header).__name__}, not an object")
@@ -328,9 +328,10 @@ def load(path, like=None):
         `like` has NumPy arrays. Without `like`: plain containers: dicts, lists, tuples,
         None, Python scalars, arrays as saved (mt.Array, NumPy array or NumPy scalar),
         namedtuples as `collections.namedtuple` types of the saved name and fields,
-        OrderedDicts as OrderedDicts, and any other node (a module, a key) as a dict from
-        its children's names to the children. A safetensors file written by another tool
-        loads as a dict from tensor name to array.
+        OrderedDicts as OrderedDicts, typed PRNG keys as keys, and any other registered
+        node (a module, a loss scale) as a dict from its children's names to the children.
+        A safetensors file written by another tool loads as a dict from tensor name to
+        array.
     Raises:
         FileNotFoundError: no such file.
         CheckpointError: the file is truncated or corrupted (the message says how), or does
@@ -356,7 +357,7 @@ def load(path, like=None):
                     for n, s in sorted(specs.items())}
         try:
             tree_json = json.loads(meta[_TREE_KEY])
-        except (TypeError, json.JSONDecodeError) as e:
+        except (TypeError, RecursionError, json.JSONDecodeError) as e:
             raise _fail(path, f"the pytree structure in the metadata is not valid JSON ({e})"
                         ) from None
         reader = _Reader(f, path, specs, data_start)
