@@ -270,3 +270,49 @@ def test_trust_ratio_is_one_for_zero_params():
     np.testing.assert_array_equal(np.asarray(u["a"]), [3.0, 4.0])
     u, _ = tx.update({"a": mnp.array([3.0, 4.0])}, (), {"a": mnp.array([0.0, 10.0])})
     np.testing.assert_allclose(np.asarray(u["a"]), [6.0, 8.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: optim.MultiSteps(optim.adam(0.05), 2).gradient_transformation(),
+    lambda: optim.apply_if_finite(optim.adamw(0.05), 3),
+    lambda: optim.inject_hyperparams(optim.adam)(learning_rate=optim.linear_schedule(0.1, 0, 3)),
+    lambda: optim.chain(optim.masked(optim.clip(0.1), {"b": True, "w": False}),
+                        optim.lamb(optim.cosine_decay_schedule(0.1, 3))),
+])
+def test_wrapped_states_jit_once_and_match_eager(make):
+    opt = make()
+    traces = []
+
+    def step(params, state, g):
+        traces.append(1)
+        u, state = opt.update(g, state, params)
+        return optim.apply_updates(params, u), state
+
+    jitted = mt.jit(step)
+    pj = pe = as_mt(P0)
+    sj = se = opt.init(pj)
+    for g in GRADS:
+        pj, sj = jitted(pj, sj, as_mt(g))
+        pe, se = step(pe, se, as_mt(g))
+    assert len(traces) == 1 + len(GRADS)
+    _close((pj, sj), (pe, se), atol=1e-7)
+
+
+def test_state_checkpoint_resume_equals_uninterrupted(tmp_path):
+    opt = optim.chain(optim.clip_by_global_norm(1.0),
+                      optim.adamw(optim.warmup_cosine_decay_schedule(0.0, 0.1, 2, 4)))
+    p = as_mt(P0)
+    s = opt.init(p)
+    for g in GRADS[:2]:
+        u, s = opt.update(as_mt(g), s, p)
+        p = optim.apply_updates(p, u)
+    mt.save(tmp_path / "ckpt", {"params": p, "opt_state": s})
+    restored = mt.load(tmp_path / "ckpt", like={"params": p, "opt_state": s})
+    p2, s2 = restored["params"], restored["opt_state"]
+    assert type(s2[1][0]) is optim.ScaleByAdamState
+    for g in GRADS[2:]:
+        u, s = opt.update(as_mt(g), s, p)
+        p = optim.apply_updates(p, u)
+        u2, s2 = opt.update(as_mt(g), s2, p2)
+        p2 = optim.apply_updates(p2, u2)
+    _close(p, p2, rtol=0)
