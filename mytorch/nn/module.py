@@ -23,6 +23,7 @@ import numpy as np
 
 from mytorch.core.array import Array
 from mytorch.core.source_info import user_error
+from mytorch.core.trace import Tracer
 from mytorch.core.tree_util import GetAttrKey, register_pytree_with_keys, tree_flatten
 
 __all__ = [
@@ -231,7 +232,7 @@ def _leaf_equal(a, b):
     if _array_like(a) or _array_like(b):
         if not (_array_like(a) and _array_like(b)):
             return False
-        if type(a).__name__.endswith("Tracer") or type(b).__name__.endswith("Tracer"):
+        if isinstance(a, Tracer) or isinstance(b, Tracer):
             return False
         if np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype:
             return False

@@ -470,3 +470,24 @@ def test_jitted_training_with_state_keys_and_optimiser():
     np.testing.assert_array_equal(state2.get(model[1].ema_state_index)[0],
                                   state.get(model[1].ema_state_index)[0])
     assert pred.shape == (32, 1) and np.isfinite(_np(pred)).all()
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda dt: nn.LayerNorm(3, dtype=dt), (3,)),
+    (lambda dt: nn.RMSNorm((2, 3), use_bias=True, dtype=dt), (2, 3)),
+    (lambda dt: nn.GroupNorm(2, 4, dtype=dt), (4, 3)),
+    (lambda dt: nn.MLP(3, 2, 3, 1, activation=mnp.tanh, dtype=dt, key=KEY), (3,)),
+])
+def test_layers_under_jit_vmap_and_grad(make, shape, x64):
+    layer = make(mnp.float64)
+    layer = tree_map(lambda p: p + 0.1 * mnp.arange(p.size).reshape(p.shape), layer)
+    xs = mnp.asarray(np.random.default_rng(2).normal(size=(4,) + shape))
+    looped = mnp.stack([layer(xs[i]) for i in range(4)])
+    np.testing.assert_allclose(mt.vmap(layer)(xs), looped, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mt.jit(layer)(xs[0]), looped[0], rtol=1e-12, atol=1e-12)
+    leaves, treedef = tree_flatten(layer)
+
+    def f(x, *params):
+        return mnp.sum(mnp.sin(tree_unflatten(treedef, params)(x)))
+
+    check_grads(f, [np.asarray(xs[0])] + [np.asarray(p) for p in leaves], order=1)
