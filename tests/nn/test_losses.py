@@ -405,3 +405,19 @@ def test_ctc_loss_errors():
     with pytest.raises(ValueError, match=r"ctc_loss: `logit_paddings` f32\[2,4\] must have "
                                          r"the shape \(2, 5\)"):
         nn.ctc_loss(CTC_LOGITS, CTC_PADS[:, :4], CTC_LABELS, np.zeros((2, 2)))
+
+
+def test_extreme_logits_make_no_nan_anywhere(debug_nans):
+    logits = np.array([[1e4, -1e4, 0], [1, 2, 3]], np.float32)
+    p = np.array([[0, 0, 1], [0.2, 0.3, 0.5]], np.float32)
+    for f in (lambda v: nn.softmax_cross_entropy(v, p),
+              lambda v: nn.softmax_cross_entropy_with_integer_labels(v, np.array([0, 2])),
+              lambda v: nn.safe_softmax_cross_entropy(v, p),
+              lambda v: nn.sigmoid_binary_cross_entropy(v, p),
+              lambda v: nn.sigmoid_focal_loss(v, p),
+              lambda v: nn.poly_loss_cross_entropy(v, p),
+              lambda v: nn.log_cosh(v), lambda v: nn.huber_loss(v),
+              lambda v: nn.kl_divergence(nn.log_softmax(v), p)):
+        assert np.all(np.isfinite(np.asarray(f(logits))))
+        g = mt.grad(lambda v, f=f: mnp.sum(f(v)))(logits)
+        assert np.all(np.isfinite(np.asarray(g)))
