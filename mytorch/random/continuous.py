@@ -21,10 +21,12 @@ from mytorch.custom_derivatives import custom_jvp
 from mytorch.errors import RetraceWarning
 from mytorch.jit import jit
 from mytorch.random import _gamma_grad, _linalg
+from mytorch.random.counts import binomial, poisson  # exported here with the others
 from mytorch.vectorize import vmap
 
 __all__ = [
     "beta",
+    "binomial",
     "chisquare",
     "dirichlet",
     "f",
@@ -32,6 +34,7 @@ __all__ = [
     "loggamma",
     "multivariate_normal",
     "orthogonal",
+    "poisson",
     "t",
 ]
 
