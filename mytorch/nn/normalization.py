@@ -210,7 +210,9 @@ class BatchNorm(StatefulLayer):
 
     Args:
         input_size: the number of channels.
-        axis_name: the name of the vmap (or pmap) axis to average over, e.g. "batch".
+        axis_name: the name of the vmap (or pmap) axis to average over, e.g. "batch"; or
+            None to call it on a whole batch `(N, input_size, *spatial)` without vmap
+            (statistics over the first and the spatial axes).
         eps: added to the variance.
         channelwise_affine: learnable per-channel weight (ones) and bias (zeros).
         momentum: running = momentum * running + (1 - momentum) * batch.
@@ -225,7 +227,8 @@ class BatchNorm(StatefulLayer):
     example at a time under `vmap`:
     `y, state = mt.vmap(bn, axis_name="batch", in_axes=(0, None), out_axes=(0, None))(x, state)`.
 
-    Shapes: `(input_size, *spatial) -> (input_size, *spatial)` per example.
+    Shapes: `(input_size, *spatial) -> (input_size, *spatial)` per example; with
+    `axis_name=None`, `(N, input_size, *spatial) -> (N, input_size, *spatial)`.
     """
 
     weight: object
@@ -268,11 +271,22 @@ class BatchNorm(StatefulLayer):
     def describe(self):
         return f"BatchNorm(input_size={self.input_size}, axis_name={self.axis_name!r})"
 
+    def _channel_shape(self, x):
+        """Where the channel axis is: first for one example, second for a whole batch."""
+        shape = [1] * x.ndim
+        shape[0 if self.axis_name is not None else 1] = -1
+        return tuple(shape)
+
     def _batch_stats(self, x):
-        axes = tuple(range(1, x.ndim))
-        mu = lax.pmean(mean(x, axis=axes), self.axis_name)
-        centred = x - reshape(mu, (-1,) + (1,) * (x.ndim - 1))
-        var = lax.pmean(mean(centred * centred, axis=axes), self.axis_name)
+        c_ax = 0 if self.axis_name is not None else 1
+        axes = tuple(a for a in range(x.ndim) if a != c_ax)
+        mu = mean(x, axis=axes)
+        if self.axis_name is not None:
+            mu = lax.pmean(mu, self.axis_name)
+        centred = x - reshape(mu, self._channel_shape(x))
+        var = mean(centred * centred, axis=axes)
+        if self.axis_name is not None:
+            var = lax.pmean(var, self.axis_name)
         return mu, maximum(var, 0)
 
     def _ema(self, x, state, inference):
@@ -302,10 +316,15 @@ class BatchNorm(StatefulLayer):
         return mu, var, state
 
     def __call__(self, x, state, *, key=None, inference=None):
-        """`(input_size, *spatial), state -> (input_size, *spatial), state`."""
+        """`(input_size, *spatial), state -> (input_size, *spatial), state` (with a leading
+        batch axis when `axis_name` is None)."""
         x = as_array(x)
         check_inexact(self, x)
-        if x.ndim == 0 or x.shape[0] != self.input_size:
+        if self.axis_name is None:
+            if x.ndim < 2 or x.shape[1] != self.input_size:
+                raise shape_error(self, f"(N, {self.input_size}, *spatial): with "
+                                  "axis_name=None it takes the whole batch", x)
+        elif x.ndim == 0 or x.shape[0] != self.input_size:
             raise shape_error(self, f"({self.input_size}, *spatial) for one example", x,
                               hint="call it under vmap(..., axis_name=...) over the batch")
         inference = self.inference if inference is None else inference
@@ -315,7 +334,7 @@ class BatchNorm(StatefulLayer):
         x = x.astype(dt)
         step = self._ema if self.mode == "ema" else self._batch
         mu, var, state = step(x, state, inference)
-        bshape = (-1,) + (1,) * (x.ndim - 1)
+        bshape = self._channel_shape(x)
         out = (x - reshape(mu, bshape)) * reshape(lax.rsqrt(var + self.eps), bshape)
         if self.channelwise_affine:
             out = (out * reshape(self.weight.astype(dt), bshape)

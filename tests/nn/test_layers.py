@@ -244,6 +244,24 @@ def test_batch_norm_batch_mode_matches_equinox():
                                                  [0.07774146, -0.26853806]], rtol=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["ema", "batch"])
+def test_batch_norm_without_vmap_equals_the_named_axis(mode):
+    named, s1 = nn.make_with_state(nn.BatchNorm)(2, "batch", momentum=0.8, mode=mode)
+    whole, s2 = nn.make_with_state(nn.BatchNorm)(2, None, momentum=0.8, mode=mode)
+    step = _bn_step(named)
+    for x in _bn_batches():
+        y1, s1 = step(x, s1)
+        y2, s2 = mt.jit(whole)(x, s2)
+        np.testing.assert_allclose(y2, y1, rtol=1e-5, atol=1e-6)
+    for a, b in zip(tree_leaves(s1), tree_leaves(s2), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    y1, _ = _bn_step(nn.inference_mode(named))(x, s1)
+    np.testing.assert_allclose(nn.inference_mode(whole)(x, s2)[0], y1, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"BatchNorm\(input_size=2, axis_name=None\) expects "
+                                         r"input \(N, 2, \*spatial\).*got f32\[2\]"):
+        whole(mnp.ones(2), s2)
+
+
 def test_batch_norm_affine_gradients_and_errors():
     bn, state = nn.make_with_state(nn.BatchNorm)(2, "batch")
     x = _bn_batches()[0]
