@@ -18,6 +18,7 @@ from mytorch import numpy as mnp
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
+from mytorch.errors import ConcretizationTypeError
 from mytorch.numpy._promote import promote_args, promote_args_inexact
 from mytorch.scipy.special import logsumexp
 
@@ -374,6 +375,24 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     return (x - mean) * lax.rsqrt(mnp.asarray(variance + epsilon))
 
 
+def _num_classes(n):
+    """n as a Python int: an int or a concrete integer array; a float, a bool or a traced
+    value is an error naming one_hot."""
+    bad = isinstance(n, (bool, float, np.bool_, np.floating)) or (
+        hasattr(n, "dtype") and not dtypes.is_int(n.dtype))
+    if not bad:
+        try:
+            return operator.index(n)
+        except ConcretizationTypeError as e:
+            raise user_error(ConcretizationTypeError, "one_hot: num_classes must be a "
+                             "concrete int (it sets the result's shape), got a traced value; "
+                             f"pass it as a Python int or mark it static ({e})") from None
+        except TypeError:
+            pass
+    raise user_error(TypeError, "one_hot: num_classes must be a Python int (static), got "
+                                f"{n!r} of type {type(n).__name__}")
+
+
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """One-hot encoding of integer indices: [...] -> [..., num_classes] (at `axis`).
 
@@ -390,10 +409,7 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
            [0., 0., 1.],
            [0., 0., 0.]], dtype=float32)
     """
-    if isinstance(num_classes, (bool, np.bool_)) or not isinstance(
-            num_classes, (int, np.integer)):
-        raise user_error(TypeError, "one_hot: num_classes must be a Python int (static), got "
-                                    f"{num_classes!r} of type {type(num_classes).__name__}")
+    num_classes = _num_classes(num_classes)
     if num_classes < 0:
         raise user_error(ValueError, f"one_hot: num_classes must be >= 0, got {num_classes}")
     x = mnp.asarray(x)

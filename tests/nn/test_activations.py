@@ -444,6 +444,13 @@ def test_errors_name_the_function_the_input_and_the_line():
     x = np.zeros((2, 3), np.float32)
     with pytest.raises(TypeError, match=r"one_hot: num_classes must be a Python int .*3\.0"):
         mt.nn.one_hot(np.array([1]), 3.0)
+    with pytest.raises(TypeError, match=r"one_hot: num_classes must be a Python int"):
+        mt.nn.one_hot(np.array([1]), mnp.array(3.0))
+    with pytest.raises(mt.errors.ConcretizationTypeError,
+                       match=r"one_hot: num_classes must be a concrete int .*traced"):
+        mt.jit(lambda i, n: mt.nn.one_hot(i, n))(np.array([1]), 3)
+    assert_close(mt.nn.one_hot(np.array([1]), mnp.array(3)), np.float32([[0, 1, 0]]))
+    assert_close(mt.nn.one_hot(np.array([1]), np.int64(2)), np.float32([[0, 1]]))
     with pytest.raises(ValueError, match=r"one_hot: axis 3 is out of bounds .*i32\[2\]"):
         mt.nn.one_hot(np.array([1, 2], np.int32), 3, axis=3)
     with pytest.raises(ValueError, match=r"softmax: axis 2 is out of bounds for f32\[2,3\] "
