@@ -128,6 +128,8 @@ CASES = {
     "causal_gqa": {"is_causal": True, "K": 1},
     "mask_bias": {"mask": True, "bias": True},
     "window_lengths": {"local_window": (1, 2), "lengths": True, "bias": True},
+    # every row of the first example is masked: the skipped blocks' closed forms count
+    "causal_masked_rows": {"is_causal": True, "kv_lens": (0, 6), "bias": True},
 }
 
 
@@ -143,6 +145,8 @@ def _case(name, rng, dtype=np.float64):
     if c.get("lengths"):
         extra["q_lens"] = np.array([5, 3], np.int32)
         extra["kv_lens"] = np.array([4, 7], np.int32)
+    if "kv_lens" in c:
+        extra["kv_lens"] = np.array(c["kv_lens"], np.int32)
     bias = rng.standard_normal((1, 2, 5, 1)) if c.get("bias") else None
     return (q, k, v, bias), extra, fixed
 

@@ -12,9 +12,15 @@ of the score matrix: memory O(B·N·T·BLOCK) besides the operands.
 - tangent: ṡ = scale·(q̇ kᵀ + q k̇ᵀ) + ḃ (zero where masked); accumulating
   Σ p ṡ v, Σ p ṡ and Σ p v̇ over the blocks, ȯ = Σ p ṡ v - (Σ p ṡ)·out + Σ p v̇.
 
+Causal and local-window masks are static, so each key block only visits the query rows that
+can attend one of its keys (about half the work for causal attention). A skipped row sees
+the block as fully masked: nothing, unless the row is masked everywhere, in which case JAX's
+semantics (every masked logit is the same large negative number) make it the mean of v —
+those rows get that contribution in closed form.
+
 Grouped-query attention: the G = N / K query heads that share a key/value head are stacked
-into one [G·T, H] matrix, so each block is one batched matmul per (batch, kv head).
-float16/bfloat16 inputs are computed in float32 (float64 stays float64).
+into one [T·G, H] matrix (row t·G + g), so each block is one batched matmul per (batch, kv
+head). float16/bfloat16 inputs are computed in float32 (float64 stays float64).
 """
 
 import numpy as np
@@ -27,8 +33,9 @@ from mytorch.lax.attention import (
     split_operands,
 )
 
-# columns of keys per block: the fastest on a 2-core CPU for T = S in 256..4096, H = 64
-# (benchmarks/attention.py), and small enough that a block of scores stays modest
+# columns of keys per block: the fastest of 64..1024 on a 2-core CPU for T = S in
+# 256..4096, H = 64 (python -m benchmarks.attention --blocks ...); the score block is
+# B·N·T·BLOCK numbers
 BLOCK = 256
 # the logit JAX substitutes for masked positions (finite, so fully masked rows average v)
 MASKED = -0.7 * float(np.finfo(np.float32).max)
@@ -39,8 +46,8 @@ def _acc_dtype(dtype):
 
 
 class _Problem:
-    """The operands in the kernels' layout: q as [B, K, G·T, H], k and v as [B, K, S, H],
-    bias and mask viewed as [b, k, g, t, s], and the block-wise logits."""
+    """The operands in the kernels' layout: q as [B, K, T·G, H], k and v as [B, K, S, H],
+    bias and mask viewed as [b, k, t, g, s]; the block-wise logits."""
 
     def __init__(self, ops, scale, is_causal, local_window):
         q, k = ops["q"], ops["k"]
@@ -50,80 +57,124 @@ class _Problem:
         self.acc = _acc_dtype(q.dtype)
         self.scale, self.is_causal, self.window = scale, is_causal, local_window
         self.q = self.heads_first(q)
-        self.k = np.ascontiguousarray(k.transpose(0, 2, 1, 3), dtype=self.acc)
-        self.v = np.ascontiguousarray(ops["v"].transpose(0, 2, 1, 3), dtype=self.acc)
-        self.bias = self._grouped(ops.get("bias"))
-        self.mask = self._grouped(ops.get("mask"))
+        self.k = self.kv_heads_first(k)
+        self.v = self.kv_heads_first(ops["v"])
+        self.bias = self.grouped(ops.get("bias"))
+        self.mask = self.grouped(ops.get("mask"))
         self.q_lens, self.kv_lens = ops.get("q_lens"), ops.get("kv_lens")
         self.masked = (self.mask is not None or is_causal or local_window is not None
                        or self.q_lens is not None or self.kv_lens is not None)
 
+    # ---- layouts ------------------------------------------------------------------------
     def heads_first(self, x):
-        """[B, T, N, H] -> [B, K, G·T, H] in the accumulation dtype."""
-        x = x.transpose(0, 2, 1, 3).reshape(self.B, self.K, self.G * self.T, self.H)
-        return np.ascontiguousarray(x, dtype=self.acc)
+        """[B, T, N, H] -> [B, K, T·G, H] in the accumulation dtype."""
+        x = x.reshape(self.B, self.T, self.K, self.G, self.H).transpose(0, 2, 1, 3, 4)
+        return np.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, self.H)
+
+    def kv_heads_first(self, x):
+        return np.ascontiguousarray(x.transpose(0, 2, 1, 3), dtype=self.acc)
 
     def heads_last(self, x, dtype):
-        """[B, K, G·T, H] -> [B, T, N, H] of `dtype`, with padded query rows zeroed."""
-        x = x.reshape(self.B, self.N, self.T, self.H).transpose(0, 2, 1, 3)
+        """[B, K, T·G, H] -> [B, T, N, H] of `dtype`, with padded query rows zeroed."""
+        x = x.reshape(self.B, self.K, self.T, self.G, self.H).transpose(0, 2, 1, 3, 4)
+        x = x.reshape(self.B, self.T, self.N, self.H)
         if self.q_lens is not None:
             x = x * (np.arange(self.T)[None, :] < self.q_lens[:, None])[:, :, None, None]
         return np.ascontiguousarray(x, dtype=dtype)
 
+    def rows_of(self, x):
+        """A per-row array [B, N, T] -> [B, K, T·G, 1]."""
+        x = x.reshape(self.B, self.K, self.G, self.T).transpose(0, 1, 3, 2)
+        return np.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, 1)
+
+    def rows_to(self, x):
+        """[B, K, T·G, 1] -> [B, N, T]."""
+        x = x.reshape(self.B, self.K, self.T, self.G).transpose(0, 1, 3, 2)
+        return np.ascontiguousarray(x).reshape(self.B, self.N, self.T)
+
     def without_padded_rows(self, x):
-        """`x` [B, K, G·T, H] with the query rows past q_lens zeroed (a new array)."""
+        """`x` [B, K, T·G, H] with the query rows past q_lens zeroed (a new array)."""
         if self.q_lens is None:
             return x
         valid = np.arange(self.T)[None, :] < self.q_lens[:, None]
-        shape = (self.B, self.K, self.G, self.T, self.H)
-        return (x.reshape(shape) * valid[:, None, None, :, None]).reshape(x.shape)
+        shape = (self.B, self.K, self.T, self.G, self.H)
+        return (x.reshape(shape) * valid[:, None, :, None, None]).reshape(x.shape)
 
-    def _grouped(self, x):
+    def grouped(self, x):
+        """bias/mask (or a bias tangent) [b, n, t, s] viewed as [b, k, t, g, s]."""
         if x is None:
             return None
         b, n, t, s = x.shape
-        heads = (self.K, self.G) if n == self.N and self.N > 1 else (1, 1)
-        x = x.reshape(b, *heads, t, s)
+        if n == self.N and n > 1:
+            x = x.reshape(b, self.K, self.G, t, s).transpose(0, 1, 3, 2, 4)
+        else:
+            x = x.reshape(b, 1, t, 1, s)
         return x.astype(self.acc, copy=False) if x.dtype != np.bool_ else x
 
+    # ---- blocks ---------------------------------------------------------------------------
     def blocks(self):
-        return [(j, min(j + BLOCK, self.S)) for j in range(0, self.S, BLOCK)]
+        """(j0, j1, t0, t1): each key block and the query rows [t0, t1) that may attend one
+        of its keys (by the causal and window masks)."""
+        out = []
+        for j0 in range(0, self.S, BLOCK):
+            j1 = min(j0 + BLOCK, self.S)
+            t0, t1 = 0, self.T
+            if self.is_causal:
+                t0 = max(t0, j0)
+            if self.window is not None:
+                left, right = self.window
+                t0, t1 = max(t0, j0 - right), min(t1, j1 + left)
+            t0 = min(t0, self.T)
+            out.append((j0, j1, t0, max(t0, t1)))
+        return out
 
-    def _cols(self, x, j0, j1):
+    @staticmethod
+    def _cut(x, t0, t1, j0, j1):
+        """x [..., t, g, s] restricted to rows [t0, t1) and columns [j0, j1) (broadcast
+        dims of size 1 stay)."""
+        if x.shape[-3] != 1:
+            x = x[..., t0:t1, :, :]
         return x if x.shape[-1] == 1 else x[..., j0:j1]
 
-    def keep(self, j0, j1):
-        """Where the block's logits are attended: bool broadcastable to [B, K, G, T, j1-j0],
-        or None when nothing is masked."""
+    def rows(self, x, t0, t1):
+        """The [.., T·G, ..] rows of query positions [t0, t1)."""
+        return x[:, :, t0 * self.G:t1 * self.G]
+
+    def keep(self, j0, j1, t0, t1):
+        """Where the block's logits are attended: bool broadcastable to
+        [B, K, t1-t0, G, j1-j0], or None when nothing is masked."""
         if not self.masked:
             return None
         keep = np.ones((1, 1, 1, 1, 1), bool)
-        rows = np.arange(self.T)[:, None]
-        cols = np.arange(j0, j1)[None, :]
+        rows = np.arange(t0, t1)[:, None, None]
+        cols = np.arange(j0, j1)[None, None, :]
         if self.mask is not None:
-            keep = keep & self._cols(self.mask, j0, j1)
+            keep = keep & self._cut(self.mask, t0, t1, j0, j1)
         if self.is_causal:
             keep = keep & (cols <= rows)
         if self.window is not None:
             left, right = self.window
             keep = keep & (rows <= cols + left) & (rows >= cols - right)
         if self.kv_lens is not None:
-            keep = keep & (cols[None] < self.kv_lens[:, None, None])[:, None, None]
+            keep = keep & (cols < self.kv_lens[:, None, None, None, None])
         if self.q_lens is not None:
-            keep = keep & (rows[None] < self.q_lens[:, None, None])[:, None, None]
+            keep = keep & (rows < self.q_lens[:, None, None, None, None])
         return keep
 
-    def logits(self, j0, j1):
-        """(the block's masked logits [B, K, G·T, j1-j0], its keep mask or None)."""
-        s = np.matmul(self.q, self.k[:, :, j0:j1].swapaxes(-1, -2))
+    def logits(self, j0, j1, t0, t1):
+        """(the block's masked logits [B, K, (t1-t0)·G, j1-j0], its keep mask or None)."""
+        s = np.matmul(self.rows(self.q, t0, t1), self.k[:, :, j0:j1].swapaxes(-1, -2))
         s *= self.scale
-        s5 = s.reshape(self.B, self.K, self.G, self.T, j1 - j0)
+        s5 = self.view5(s, t0, t1)
         if self.bias is not None:
-            s5 += self._cols(self.bias, j0, j1)
-        keep = self.keep(j0, j1)
+            s5 += self._cut(self.bias, t0, t1, j0, j1)
+        keep = self.keep(j0, j1, t0, t1)
         if keep is not None:
             np.copyto(s5, MASKED, where=~keep)
         return s, keep
+
+    def view5(self, x, t0, t1):
+        return x.reshape(self.B, self.K, t1 - t0, self.G, x.shape[-1])
 
     def probs(self, s, lse):
         """The block's probabilities exp(s - lse), in place of the logits `s`. A fully masked
@@ -136,53 +187,79 @@ class _Problem:
                 np.copyto(p, 1.0 / self.S, where=full)
         return p
 
-    def unmasked(self, x, keep):
-        """Zero `x` ([B, K, G·T, cols]) where the logits were masked (constant there)."""
+    def unmasked(self, x, keep, t0, t1):
+        """Zero `x` ([B, K, rows, cols]) where the logits were masked (constant there)."""
         if keep is not None:
-            np.copyto(x.reshape(*x.shape[:2], self.G, self.T, -1), 0.0, where=~keep)
+            np.copyto(self.view5(x, t0, t1), 0.0, where=~keep)
         return x
 
-    def sum_to(self, ds, shape, j0, j1, out):
-        """Add the block's logit cotangents ds [B, K, G·T, cols] into `out` (the bias's
-        shape [b, n, t, s])."""
+    def sum_to(self, ds, shape, j0, j1, t0, t1, out):
+        """Add the block's logit cotangents ds [B, K, (t1-t0)·G, cols] into `out` (the
+        bias's shape [b, n, t, s])."""
         b, n, t, s = shape
-        ds5 = ds.reshape(self.B, self.K, self.G, self.T, j1 - j0)
-        axes = tuple(i for i, keep in enumerate((b > 1, n > 1, n > 1, t > 1, s > 1)) if not keep)
+        ds5 = self.view5(ds, t0, t1)
+        kept = (b > 1, n > 1, t > 1, n > 1, s > 1)
+        axes = tuple(i for i, k in enumerate(kept) if not k)
         red = ds5.sum(axis=axes, keepdims=True) if axes else ds5
-        red = red.reshape(b, n, t, -1)
-        if s == 1:
-            out += red
-        else:
-            out[..., j0:j1] += red
+        red = red.transpose(0, 1, 3, 2, 4).reshape(b, n, red.shape[2], red.shape[4])
+        rows = slice(t0, t1) if t > 1 else slice(None)
+        out[:, :, rows, slice(j0, j1) if s > 1 else slice(None)] += red
+
+    def skipped(self, t0, t1):
+        """Slices of the [.., T·G, ..] rows a block with query rows [t0, t1) skips."""
+        return [slice(a * self.G, b * self.G) for a, b in ((0, t0), (t1, self.T)) if b > a]
 
 
 @numpy_backend.register(dot_product_attention_p)
 def _attention(*args, scale, is_causal, local_window, optional):
     ops, _ = split_operands(args, optional)
     pb = _Problem(ops, scale, is_causal, local_window)
-    rows = (pb.B, pb.K, pb.G * pb.T, 1)
+    rows = (pb.B, pb.K, pb.T * pb.G, 1)
     m = np.full(rows, -np.inf, pb.acc)
     total = np.zeros(rows, pb.acc)
-    acc = np.zeros((pb.B, pb.K, pb.G * pb.T, pb.H), pb.acc)
+    acc = np.zeros((pb.B, pb.K, pb.T * pb.G, pb.H), pb.acc)
     with np.errstate(all="ignore"):
-        for j0, j1 in pb.blocks():
-            s, _ = pb.logits(j0, j1)
-            m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-            alpha = np.exp(m - m_new)
-            np.subtract(s, m_new, out=s)
-            p = np.exp(s, out=s)
-            total *= alpha
-            total += p.sum(axis=-1, keepdims=True)
-            acc *= alpha
-            acc += np.matmul(p, pb.v[:, :, j0:j1])
-            m = m_new
+        for j0, j1, t0, t1 in pb.blocks():
+            for r in pb.skipped(t0, t1):
+                _update_masked(m[:, :, r], total[:, :, r], acc[:, :, r], pb.v[:, :, j0:j1])
+            if t1 > t0:
+                s, _ = pb.logits(j0, j1, t0, t1)
+                r = slice(t0 * pb.G, t1 * pb.G)
+                _update(m[:, :, r], total[:, :, r], acc[:, :, r], s, pb.v[:, :, j0:j1])
         out = acc / total if pb.S else acc
-        lse = (m + np.log(total)).reshape(pb.B, pb.N, pb.T)
-    return [pb.heads_last(out, ops["q"].dtype), lse.astype(pb.acc, copy=False)]
+        lse = m + np.log(total)
+    return [pb.heads_last(out, ops["q"].dtype), pb.rows_to(lse).astype(pb.acc, copy=False)]
+
+
+def _update(m, total, acc, s, v):
+    """One online-softmax step over logits s (overwritten) and values v, in place."""
+    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+    alpha = np.exp(m - m_new)
+    np.subtract(s, m_new, out=s)
+    p = np.exp(s, out=s)
+    total *= alpha
+    total += p.sum(axis=-1, keepdims=True)
+    acc *= alpha
+    acc += np.matmul(p, v)
+    m[...] = m_new
+
+
+def _update_masked(m, total, acc, v):
+    """The online-softmax step of a block whose logits are all MASKED, in closed form: it
+    changes only rows that have seen no attended logit yet (exp(MASKED - m) = 0 otherwise)."""
+    if not (m <= 0.5 * MASKED).any():
+        return
+    m_new = np.maximum(m, MASKED)
+    alpha, w = np.exp(m - m_new), np.exp(MASKED - m_new)
+    total *= alpha
+    total += v.shape[2] * w
+    acc *= alpha
+    acc += w * v.sum(axis=2, keepdims=True)
+    m[...] = m_new
 
 
 def _residuals(pb, out, lse):
-    return pb.heads_first(out), lse.reshape(pb.B, pb.K, pb.G * pb.T, 1).astype(pb.acc)
+    return pb.heads_first(out), pb.rows_of(lse)
 
 
 @numpy_backend.register(dot_product_attention_bwd_p)
@@ -195,22 +272,30 @@ def _attention_bwd(*args, scale, is_causal, local_window, optional, wrt):
     dq = np.zeros_like(pb.q)
     dk, dv = np.zeros_like(pb.k), np.zeros_like(pb.v)
     dbias = np.zeros(ops["bias"].shape, pb.acc) if "bias" in wrt else None
+    full = lse <= 0.5 * MASKED if pb.masked else None  # fully masked rows: p = 1 / S
+    ct_full = ct * full / pb.S if full is not None and full.any() else None
     with np.errstate(all="ignore"):
-        for j0, j1 in pb.blocks():
-            s, keep = pb.logits(j0, j1)
-            p = pb.probs(s, lse)
+        for j0, j1, t0, t1 in pb.blocks():
+            if ct_full is not None and "v" in wrt:
+                for r in pb.skipped(t0, t1):
+                    dv[:, :, j0:j1] += ct_full[:, :, r].sum(axis=2, keepdims=True)
+            if t1 <= t0:
+                continue
+            s, keep = pb.logits(j0, j1, t0, t1)
+            p = pb.probs(s, pb.rows(lse, t0, t1))
+            c = pb.rows(ct, t0, t1)
             if "v" in wrt:
-                dv[:, :, j0:j1] = np.matmul(p.swapaxes(-1, -2), ct)
-            ds = np.matmul(ct, pb.v[:, :, j0:j1].swapaxes(-1, -2))
-            ds -= delta
+                dv[:, :, j0:j1] += np.matmul(p.swapaxes(-1, -2), c)
+            ds = np.matmul(c, pb.v[:, :, j0:j1].swapaxes(-1, -2))
+            ds -= pb.rows(delta, t0, t1)
             ds *= p
-            pb.unmasked(ds, keep)
+            pb.unmasked(ds, keep, t0, t1)
             if "q" in wrt:
-                dq += np.matmul(ds, pb.k[:, :, j0:j1])
+                pb.rows(dq, t0, t1)[...] += np.matmul(ds, pb.k[:, :, j0:j1])
             if "k" in wrt:
-                dk[:, :, j0:j1] = np.matmul(ds.swapaxes(-1, -2), pb.q)
+                dk[:, :, j0:j1] = np.matmul(ds.swapaxes(-1, -2), pb.rows(pb.q, t0, t1))
             if dbias is not None:
-                pb.sum_to(ds, dbias.shape, j0, j1, dbias)
+                pb.sum_to(ds, dbias.shape, j0, j1, t0, t1, dbias)
     dtype = ops["q"].dtype
     grads = {
         "q": lambda: pb.heads_last(dq * scale, dtype),
@@ -228,27 +313,34 @@ def _attention_tangent(*args, scale, is_causal, local_window, optional, tangents
     pb = _Problem(ops, scale, is_causal, local_window)
     o, lse = _residuals(pb, out, lse)
     dq = pb.heads_first(dots["q"]) if "q" in dots else None
-    dk, dv = (np.ascontiguousarray(dots[n].transpose(0, 2, 1, 3), dtype=pb.acc)
-              if n in dots else None for n in ("k", "v"))
-    dbias = pb._grouped(dots.get("bias"))
-    weighted = np.zeros_like(pb.q)  # Σ p ṡ v, then Σ p v̇
+    dk, dv = (pb.kv_heads_first(dots[n]) if n in dots else None for n in ("k", "v"))
+    dbias = pb.grouped(dots.get("bias"))
+    weighted = np.zeros_like(pb.q)  # Σ p ṡ v + Σ p v̇
     mean = np.zeros((*pb.q.shape[:3], 1), pb.acc)  # Σ p ṡ
+    full = lse <= 0.5 * MASKED if pb.masked else None  # fully masked rows: p = 1 / S
+    full = full / pb.S if full is not None and full.any() and dv is not None else None
     with np.errstate(all="ignore"):
-        for j0, j1 in pb.blocks():
-            s, keep = pb.logits(j0, j1)
-            p = pb.probs(s, lse)
+        for j0, j1, t0, t1 in pb.blocks():
+            if full is not None:
+                for r in pb.skipped(t0, t1):
+                    weighted[:, :, r] += full[:, :, r] * dv[:, :, j0:j1].sum(2, keepdims=True)
+            if t1 <= t0:
+                continue
+            s, keep = pb.logits(j0, j1, t0, t1)
+            p = pb.probs(s, pb.rows(lse, t0, t1))
+            w = pb.rows(weighted, t0, t1)
             if dv is not None:
-                weighted += np.matmul(p, dv[:, :, j0:j1])
+                w += np.matmul(p, dv[:, :, j0:j1])
             sdot = np.zeros_like(p)
             if dq is not None:
-                sdot += np.matmul(dq, pb.k[:, :, j0:j1].swapaxes(-1, -2))
+                sdot += np.matmul(pb.rows(dq, t0, t1), pb.k[:, :, j0:j1].swapaxes(-1, -2))
             if dk is not None:
-                sdot += np.matmul(pb.q, dk[:, :, j0:j1].swapaxes(-1, -2))
+                sdot += np.matmul(pb.rows(pb.q, t0, t1), dk[:, :, j0:j1].swapaxes(-1, -2))
             sdot *= scale
             if dbias is not None:
-                sdot.reshape(pb.B, pb.K, pb.G, pb.T, j1 - j0)[...] += pb._cols(dbias, j0, j1)
-            pb.unmasked(sdot, keep)
+                pb.view5(sdot, t0, t1)[...] += pb._cut(dbias, t0, t1, j0, j1)
+            pb.unmasked(sdot, keep, t0, t1)
             sdot *= p
-            mean += sdot.sum(axis=-1, keepdims=True)
-            weighted += np.matmul(sdot, pb.v[:, :, j0:j1])
+            pb.rows(mean, t0, t1)[...] += sdot.sum(axis=-1, keepdims=True)
+            w += np.matmul(sdot, pb.v[:, :, j0:j1])
     return pb.heads_last(weighted - mean * o, ops["q"].dtype)
