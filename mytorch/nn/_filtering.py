@@ -287,20 +287,26 @@ def _split_call(fun):
     return fun, lambda f, a, k: f(*a, **k)
 
 
+def _weak(x):
+    return bool(getattr(getattr(x, "aval", None), "weak_type", False))
+
+
 class _FilterJit:
     def __init__(self, fun):
         self._fun_tree, self._call = _split_call(fun)
         self._out = {}
-        self._jitted = jit(self._run, static_argnums=(1,))
+        self._jitted = jit(self._run, static_argnums=(1, 2))
         functools.update_wrapper(self, fun, updated=())
 
-    def _run(self, dynamic, static):
+    def _run(self, dynamic, static, signature):
         leaves = [d if m else s for d, s, m in zip(dynamic, static.leaves, static.mask)]
         fun_tree, args, kwargs = tree_unflatten(static.treedef, leaves)
         out = self._call(fun_tree, args, kwargs)
         out_leaves, out_def = tree_flatten(out)
         mask = tuple(is_array(x) for x in out_leaves)
-        self._out[static] = (out_def, [None if m else x for x, m in zip(out_leaves, mask)], mask)
+        # the non-array outputs may depend on shapes: keep them per (static, signature)
+        out_static = [None if m else x for x, m in zip(out_leaves, mask)]
+        self._out[static, signature] = (out_def, out_static, mask)
         return [x if m else None for x, m in zip(out_leaves, mask)]
 
     def __call__(self, *args, **kwargs):
@@ -309,8 +315,10 @@ class _FilterJit:
         static = _Static(treedef, tuple(None if m else x for x, m in zip(leaves, mask)), mask,
                          "filter_jit")
         dynamic = [x if m else None for x, m in zip(leaves, mask)]
-        out_dyn = self._jitted(dynamic, static)
-        out_def, out_static, out_mask = self._out[static]
+        signature = tuple(None if x is None else (np.shape(x), str(x.dtype), _weak(x))
+                          for x in dynamic)
+        out_dyn = self._jitted(dynamic, static, signature)
+        out_def, out_static, out_mask = self._out[static, signature]
         merged = [d if m else s for d, s, m in zip(out_dyn, out_static, out_mask)]
         return tree_unflatten(out_def, merged)
 

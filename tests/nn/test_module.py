@@ -287,6 +287,10 @@ def test_filter_jit_with_non_array_leaves():
                                rtol=1e-6)
     np.testing.assert_allclose(nn.filter_jit(model.__call__)(mnp.ones(3)), model(mnp.ones(3)),
                                rtol=1e-6)
+    shape_of = nn.filter_jit(lambda x: (x * 2, x.shape))
+    for n in (3, 4, 3):
+        doubled, shape = shape_of(mnp.ones(n))
+        assert shape == (n,) and doubled.shape == (n,)
     with pytest.raises(TypeError, match="filter_jit: every non-array argument must be hash"):
         f(x, 2, {"unhashable"}, mnp.tanh)
 
