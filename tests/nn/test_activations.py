@@ -478,3 +478,14 @@ def test_finite_inputs_make_no_nan_anywhere(name, debug_nans):
     assert np.all(np.isfinite(np.asarray(f(x))))
     g = mt.jit(mt.grad(lambda v: mnp.sum(f(v))))(x)
     assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_batched_masks_under_vmap_equal_the_loop():
+    x = np.random.default_rng(8).normal(size=(3, 5)).astype(np.float32)
+    w = x > 0
+    for f in (lambda a, b: mt.nn.softmax(a, where=b),
+              lambda a, b: mt.nn.log_softmax(a, where=b),
+              lambda a, b: mt.nn.standardize(a, where=b),
+              lambda a, b: mt.nn.logmeanexp(a, where=b)):
+        loop = np.stack([np.asarray(f(x[i], w[i])) for i in range(3)])
+        np.testing.assert_allclose(np.asarray(mt.jit(mt.vmap(f))(x, w)), loop, rtol=1e-6)
