@@ -4,6 +4,7 @@ steps, computed with the installed optax and written here literally."""
 import numpy as np
 import pytest
 
+import mytorch.numpy as mnp
 from mytorch import optim
 
 from ._data import GRADS, run
@@ -46,6 +47,15 @@ OPTAX = {
     "radam8_nesterov": {"b": [0.49870944023132324, -1.0131314992904663],
                         "w": [[0.9566899538040161, -1.9941891431808472],
                               [0.20814816653728485, 2.944331645965576]]},
+    "adafactor_factored": {"b": [0.47666072845458984, -1.018659234046936],
+                           "w": [[0.8505710959434509, -2.005054235458374],
+                                 [0.16103892028331757, 2.938087224960327]]},
+    "adafactor_default": {"b": [-0.599784791469574, -0.560658872127533],
+                          "w": [[-1.0029869079589844, 0.409773588180542],
+                                [-3.820342540740967, 1.1826295852661133]]},
+    "sm3": {"b": [0.48305392265319824, -0.9932780265808105],
+            "w": [[0.9628647565841675, -1.9801493883132935],
+                  [0.20810508728027344, 2.9719250202178955]]},
 }
 
 
@@ -65,6 +75,9 @@ def _configs():
         "sgd_sched_momentum": optim.sgd(optim.exponential_decay(0.1, 2, 0.5), momentum=0.9),
         "radam8": optim.radam(0.05, b2=0.95),
         "radam8_nesterov": optim.radam(0.05, b2=0.95, nesterov=True),
+        "adafactor_factored": optim.adafactor(0.05, min_dim_size_to_factor=2, momentum=0.5),
+        "adafactor_default": optim.adafactor(),
+        "sm3": optim.sm3(0.1),
     }
 
 
@@ -75,3 +88,23 @@ def test_matches_optax(name):
     for leaf in ("b", "w"):
         np.testing.assert_allclose(np.asarray(params[leaf]), OPTAX[name][leaf],
                                    rtol=2e-6, atol=2e-7)
+
+
+def test_adafactor_state_is_factored_for_large_matrices():
+    params = {"big": mnp.zeros((128, 256)), "small": mnp.zeros((3, 4)), "vec": mnp.zeros(7)}
+    state = optim.adafactor(0.01).init(params)[0]
+    assert state.v_row["big"].shape == (128,) and state.v_col["big"].shape == (256,)
+    assert state.v["big"].shape == (1,)
+    assert state.v["small"].shape == (3, 4) and state.v_row["small"].shape == (1,)
+    assert state.v["vec"].shape == (7,)
+
+
+def test_sm3_keeps_one_accumulator_per_axis():
+    opt = optim.sm3(0.1)
+    state = opt.init({"m": mnp.ones((3, 5)), "s": mnp.ones(())})
+    assert [a.shape for a in state[0].mu["m"]] == [(3,), (5,)]
+    assert state[0].mu["s"] == []
+    u, state = opt.update({"m": mnp.ones((3, 5)), "s": mnp.asarray(2.0)}, state)
+    # first step: acc = g**2, update = -lr * (1 - b1) * g / |g|
+    np.testing.assert_allclose(np.asarray(u["m"]), np.full((3, 5), -0.01), rtol=1e-6)
+    np.testing.assert_allclose(float(u["s"]), -0.01, rtol=1e-6)
