@@ -402,7 +402,9 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
       x: [...] integer array of class indices.
       num_classes: a Python int (static).
       dtype: the output dtype (default: the default float, float32).
-      axis: where the new class axis goes in the result (negative counts from the end).
+      axis: where the new class axis goes in the result (negative counts from the end),
+        or the name of a vmap/pmap axis of size num_classes: then each member of that axis
+        gets its own entry (`x == axis_index(axis)`) and the shape stays x's.
 
     >>> one_hot(mnp.array([0, 2, 3]), 3)
     Array([[1., 0., 0.],
@@ -414,11 +416,14 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
         raise user_error(ValueError, f"one_hot: num_classes must be >= 0, got {num_classes}")
     x = mnp.asarray(x)
     dtype = dtypes.default_float() if dtype is None else dtype
+    if isinstance(axis, str):
+        return _one_hot_named(x, num_classes, dtype, axis)
     n = x.ndim + 1
     try:
         ax = operator.index(axis)
     except TypeError:
-        raise user_error(TypeError, f"one_hot: axis must be an int, got {axis!r}") from None
+        raise user_error(TypeError, "one_hot: axis must be an int or an axis name, got "
+                                    f"{axis!r}") from None
     if not -n <= ax < n:
         raise user_error(ValueError, f"one_hot: axis {axis} is out of bounds for a result of "
                                      f"rank {n} (input {_shape(x)})")
@@ -427,3 +432,15 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     shape.insert(ax, int(num_classes))
     iota = lax.broadcasted_iota(x.dtype, tuple(shape), ax)
     return mnp.asarray(mnp.expand_dims(x, ax) == iota, dtype=dtype)
+
+
+def _one_hot_named(x, num_classes, dtype, axis_name):
+    """one_hot along a named (vmap/pmap) axis: entry i lives on member i of that axis."""
+    try:
+        size = operator.index(lax.psum(1, axis_name))
+    except ConcretizationTypeError:
+        size = None
+    if size is not None and size != num_classes:
+        raise user_error(ValueError, f"one_hot: num_classes {num_classes} must equal the size "
+                                     f"{size} of the axis {axis_name!r}")
+    return mnp.asarray(x == lax.axis_index(axis_name), dtype=dtype)

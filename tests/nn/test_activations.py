@@ -399,6 +399,17 @@ def test_one_hot_matches_numpy(shape, data):
     assert_close(mt.jit(lambda v: mt.nn.one_hot(v, n, axis=axis))(x), want)
 
 
+def test_one_hot_along_a_named_axis():
+    idx = np.array([[2, 0], [1, 1], [0, 2]])
+    got = mt.vmap(lambda i: mt.nn.one_hot(i, 3, axis="c"), axis_name="c")(idx)
+    # member c of the named axis holds (idx[c] == c); JAX 0.10.2 gives the same
+    assert_close(got, np.float32([[0, 1], [1, 1], [0, 1]]))
+    assert_close(got, (idx == np.arange(3)[:, None]).astype(np.float32))
+    with pytest.raises(ValueError, match=r"one_hot: num_classes 4 must equal the size 3 of "
+                                         r"the axis 'c'"):
+        mt.vmap(lambda i: mt.nn.one_hot(i, 4, axis="c"), axis_name="c")(idx)
+
+
 def test_one_hot_dtype_and_out_of_range_as_jax():
     got = mt.nn.one_hot(np.array([0, 2, -1, 3]), 3, dtype=mnp.int8)
     want = [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]]
