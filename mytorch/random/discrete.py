@@ -43,8 +43,14 @@ def _int_dtype(name, dtype):
     return d
 
 
-def _as_int(x):
-    x = mnp.asarray(x)
+def _as_int(x, name="randint"):
+    try:
+        x = mnp.asarray(x)
+    except OverflowError:
+        raise user_error(OverflowError, f"{name}: the bound {x!r} does not fit the default "
+                         f"integer dtype ({dtypes.canonicalize(int)}); pass a bound in range "
+                         "or enable 64-bit types (mt.config.update('enable_x64', True))"
+                         ) from None
     return x if dtypes.is_int(x.dtype) else x.astype(int)
 
 

@@ -173,5 +173,7 @@ def test_errors():
         R.bernoulli(K5, 1, (2,))
     with pytest.raises(ValueError, match="gumbel: dtype must be a float dtype"):
         R.gumbel(K5, (2,), np.int32)
+    with pytest.raises(OverflowError, match=r"randint: the bound 2147483648 does not fit"):
+        R.randint(K5, (2,), 0, 2**31)
     with pytest.raises(TypeError, match="permutation: expected a PRNG key, got int"):
         R.permutation(3, 4)
