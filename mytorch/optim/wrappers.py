@@ -15,6 +15,7 @@ from mytorch.optim import tree_utils as tu
 from mytorch.optim.base import (
     GradientTransformationExtraArgs,
     safe_increment,
+    set_to_zero,
     tree_map_checked,
     with_extra_args_support,
 )
@@ -27,12 +28,16 @@ __all__ = [
     "MultiSteps",
     "MultiStepsState",
     "MultiTransformState",
+    "PartitionState",
     "apply_if_finite",
     "chain",
+    "freeze",
     "inject_hyperparams",
     "masked",
     "multi_transform",
     "named_chain",
+    "partition",
+    "selective_transform",
     "skip_large_updates",
     "skip_not_finite",
 ]
@@ -415,14 +420,22 @@ def inject_hyperparams(inner_factory, static_args=(), hyperparam_dtype=None):
 
 # ---- multi_transform -----------------------------------------------------------------------------
 
-class MultiTransformState(NamedTuple):
-    """`multi_transform`: one inner state per label (a dict)."""
+class PartitionState(NamedTuple):
+    """`partition` / `multi_transform`: one inner state per label (a dict)."""
     inner_states: Any
 
 
-def multi_transform(transforms, param_labels):
+MultiTransformState = PartitionState
+
+
+def partition(transforms, param_labels):
     """Applies `transforms[label]` to the parameters labelled `label`; `param_labels` is a
-    pytree of labels with the params' structure (or a callable `params -> labels`)."""
+    pytree of labels with the params' structure (or a callable `params -> labels`).
+
+    Example:
+        >>> opt = partition({'train': adam(1e-3), 'frozen': set_to_zero()},
+        ...                 {'encoder': 'frozen', 'head': 'train'})
+    """
     transforms = {k: with_extra_args_support(t) for k, t in transforms.items()}
 
     def labels_of(tree):
@@ -438,7 +451,7 @@ def multi_transform(transforms, param_labels):
 
     def init(params):
         labels = labels_of(params)
-        return MultiTransformState({
+        return PartitionState({
             g: masked(t, mask_for(labels, g)).init(params) for g, t in transforms.items()})
 
     def update(updates, state, params=None, **extra_args):
@@ -447,6 +460,25 @@ def multi_transform(transforms, param_labels):
         for g, t in transforms.items():
             updates, new_states[g] = masked(t, mask_for(labels, g)).update(
                 updates, state.inner_states[g], params, **extra_args)
-        return updates, MultiTransformState(new_states)
+        return updates, PartitionState(new_states)
 
     return GradientTransformationExtraArgs(init, update)
+
+
+multi_transform = partition
+
+
+def freeze(mask):
+    """Zero updates for the parameters where `mask` is True (a bool, a pytree of bools
+    or a prefix of the params' structure); the others pass through unchanged."""
+    return masked(set_to_zero(), mask)
+
+
+def selective_transform(optimizer, *, freeze_mask):
+    """`optimizer` on the parameters where `freeze_mask` is False; zero updates (and no
+    optimiser state) for the frozen ones."""
+    def labels(params):
+        del params
+        return tree_util.tree_map(lambda m: "freeze" if m else "train", freeze_mask)
+
+    return partition({"train": optimizer, "freeze": set_to_zero()}, labels)

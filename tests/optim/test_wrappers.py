@@ -316,3 +316,20 @@ def test_state_checkpoint_resume_equals_uninterrupted(tmp_path):
         u2, s2 = opt.update(as_mt(g), s2, p2)
         p2 = optim.apply_updates(p2, u2)
     _close(p, p2, rtol=0)
+
+
+def test_partition_freeze_and_selective_transform():
+    p = {"enc": mnp.ones(2), "head": mnp.ones(3)}
+    assert optim.multi_transform is optim.partition
+    sel = optim.selective_transform(optim.sgd(0.1, 0.9), freeze_mask={"enc": True,
+                                                                     "head": False})
+    state = sel.init(p)
+    assert isinstance(state.inner_states["train"].inner_state[0][0].trace["enc"],
+                      optim.MaskedNode)
+    u, state = mt.jit(sel.update)(p, state)
+    np.testing.assert_array_equal(np.asarray(u["enc"]), [0.0, 0.0])
+    np.testing.assert_allclose(np.asarray(u["head"]), [-0.1] * 3, rtol=1e-6)
+    fr = optim.freeze({"enc": True, "head": False})
+    u, _ = fr.update(p, fr.init(p))
+    np.testing.assert_array_equal(np.asarray(u["enc"]), [0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(u["head"]), [1.0] * 3)
