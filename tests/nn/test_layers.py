@@ -509,3 +509,21 @@ def test_layers_under_jit_vmap_and_grad(make, shape, x64):
         return mnp.sum(mnp.sin(tree_unflatten(treedef, params)(x)))
 
     check_grads(f, [np.asarray(xs[0])] + [np.asarray(p) for p in leaves], order=1)
+
+
+def test_pytorch_parity():
+    x = mnp.asarray((np.arange(12, dtype=np.float32).reshape(4, 3) ** 1.5) / 10)
+    # torch.nn.LayerNorm(3)(x), torch.nn.RMSNorm(3, eps=1e-5)(x)
+    np.testing.assert_allclose(nn.LayerNorm(3)(x)[:2], [
+        [-1.0893042, -0.23571272, 1.3250171], [-1.1981697, -0.0513314, 1.2495009]],
+        rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(nn.RMSNorm(3)(x)[1:3], [
+        [0.6123681, 0.9428024, 1.3176064], [0.7778434, 0.98019475, 1.1975682]], rtol=1e-5)
+    # torch.nn.BatchNorm1d(3, momentum=0.1) in training mode: batch statistics and
+    # running_mean (PyTorch's running_var is unbiased, ours biased as Equinox's)
+    bn, state = nn.make_with_state(nn.BatchNorm)(3, None, momentum=0.9, mode="batch")
+    y, state = bn(x, state)
+    np.testing.assert_allclose(y[::3], [[-1.1410037, -1.1936625, -1.222104],
+                                        [1.4868548, 1.4578606, 1.4397516]], rtol=1e-5)
+    np.testing.assert_allclose(state.get(bn.batch_state_index)[0], [0.1172, 0.1479, 0.1828],
+                               atol=1e-4)
