@@ -324,7 +324,7 @@ def test_partition_freeze_and_selective_transform():
     sel = optim.selective_transform(optim.sgd(0.1, 0.9), freeze_mask={"enc": True,
                                                                      "head": False})
     state = sel.init(p)
-    assert isinstance(state.inner_states["train"].inner_state[0][0].trace["enc"],
+    assert isinstance(state.inner_states["train"].inner_state[0].trace["enc"],
                       optim.MaskedNode)
     u, state = mt.jit(sel.update)(p, state)
     np.testing.assert_array_equal(np.asarray(u["enc"]), [0.0, 0.0])
