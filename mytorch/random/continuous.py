@@ -154,27 +154,25 @@ def _gamma_one(key, alpha, log_space):
 
 
 @partial(jit, static_argnums=(2,))
-def _gamma_compiled(key, a, log_space):
-    # compiled once per shape, dtype and log_space (as JAX jits its samplers): eager calls
+def _gamma_compiled(keys, a, log_space):
+    # compiled once per size, dtype and log_space (as JAX jits its samplers): eager calls
     # then skip re-tracing the rejection loops
-    keys = _core().split(key, a.size)
-    flat = vmap(partial(_gamma_one, log_space=log_space))(keys, mnp.reshape(a, (-1,)))
-    return mnp.reshape(flat, a.shape)
+    return vmap(partial(_gamma_one, log_space=log_space))(keys, a)
 
 
 @partial(custom_jvp, nondiff_argnums=(2,))
-def _gamma_draws(key, a, log_space):
-    """Gamma(a) for every element of `a`, each element from its own split of `key`."""
+def _gamma_flat(keys, a, log_space):
+    """Gamma(a[i]) drawn from keys[i], for 1-d `a` and raw keys `(len(a), 2)`."""
     if a.size == 0:
         return mnp.zeros(a.shape, a.dtype)
-    return quiet_call(_gamma_compiled, key, a, log_space)
+    return quiet_call(_gamma_compiled, keys, a, log_space)
 
 
-@_gamma_draws.defjvp
-def _gamma_draws_jvp(log_space, primals, tangents):
-    key, a = primals
+@_gamma_flat.defjvp
+def _gamma_flat_jvp(log_space, primals, tangents):
+    keys, a = primals
     a_dot = tangents[1]
-    out = _gamma_draws(key, a, log_space)
+    out = _gamma_flat(keys, a, log_space)
     # implicit reparameterisation: d sample / d a = -(dP(a, x)/da) / p(x; a)
     sample = mnp.exp(out) if log_space else out
     grad = _gamma_grad.sample_derivative(a, sample)
@@ -182,6 +180,26 @@ def _gamma_draws_jvp(log_space, primals, tangents):
         tiny = np.array(np.finfo(a.dtype).tiny, a.dtype)
         grad = grad / mnp.where(sample == 0, tiny, sample)
     return out, a_dot * grad
+
+
+def _gamma_draws(key, a, log_space, *more):
+    """Gamma(a) for every element of `a`, each element from its own split of `key` (as
+    jax.random splits it); `more` = (key2, a2, ...) draws further arrays the same way in
+    the same vectorised loop, and all results are returned."""
+    pairs = [(key, a), *zip(more[::2], more[1::2], strict=True)]
+    sizes = [x.size for _, x in pairs]
+    if sum(sizes) == 0:
+        outs = [mnp.zeros(x.shape, x.dtype) for _, x in pairs]
+    else:
+        keys = [_core().split(k, n) for (k, _), n in zip(pairs, sizes, strict=True) if n]
+        flat_a = [mnp.reshape(x, (-1,)) for _, x in pairs]
+        flat = _gamma_flat(mnp.concatenate(keys), mnp.concatenate(flat_a), log_space)
+        starts = np.cumsum([0, *sizes])
+        outs = [
+            mnp.reshape(flat[lo:hi], x.shape)
+            for (_, x), lo, hi in zip(pairs, starts[:-1], starts[1:], strict=True)
+        ]
+    return outs[0] if not more else tuple(outs)
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
@@ -241,8 +259,10 @@ def beta(key, a, b, shape=None, dtype=None):
     a, b = _as_param(a, dtype), _as_param(b, dtype)
     shape = _result_shape("beta", shape, a.shape, b.shape)
     key_a, key_b = _core().split(key)
-    log_ga = _gamma_draws(key_a, mnp.broadcast_to(a, shape), True)
-    log_gb = _gamma_draws(key_b, mnp.broadcast_to(b, shape), True)
+    # both gammas in one vectorised loop
+    log_ga, log_gb = _gamma_draws(
+        key_a, mnp.broadcast_to(a, shape), True, key_b, mnp.broadcast_to(b, shape)
+    )
     # G_a / (G_a + G_b) from the logs, scaled by the larger so neither underflows
     log_max = mnp.maximum(log_ga, log_gb)
     ga, gb = mnp.exp(log_ga - log_max), mnp.exp(log_gb - log_max)
@@ -332,8 +352,14 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     dfnum, dfden = _as_param(dfnum, dtype), _as_param(dfden, dtype)
     shape = _result_shape("f", shape, dfnum.shape, dfden.shape)
     key_den, key_num = _core().split(key)
-    num = chisquare(key_num, dfnum, shape, dtype) / dfnum
-    den = chisquare(key_den, dfden, shape, dtype) / dfden
+    two = np.array(2, dtype)
+    # the two chi-squares (2 Gamma(df / 2), in log space) in one vectorised loop
+    log_num, log_den = _gamma_draws(
+        key_num, mnp.broadcast_to(dfnum / two, shape), True,
+        key_den, mnp.broadcast_to(dfden / two, shape),
+    )  # fmt: skip
+    num = mnp.exp(log_num) * two / dfnum
+    den = mnp.exp(log_den) * two / dfden
     return num / den
 
 

@@ -415,7 +415,7 @@ def test_vmap_over_parameters_equals_loop():
     np.testing.assert_array_equal(batched, looped)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(
     shape=st.lists(st.integers(0, 3), max_size=3).map(tuple), a=st.floats(0.0625, 50.0, width=32)
 )
