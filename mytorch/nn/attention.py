@@ -4,8 +4,6 @@ One primitive (`lax.dot_product_attention`) computes it: its NumPy kernel walks 
 blocks with an online softmax, and its backward pass is the flash backward (docs/attention.md).
 """
 
-import math
-
 import numpy as np
 
 import mytorch.numpy as mnp
@@ -115,7 +113,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                          f"floating point, got {_short(q)}")
     if bias is not None and not mnp.issubdtype(bias.dtype, mnp.floating):
         bias = bias.astype(np.float64 if q.dtype == np.float64 else np.float32)
-    scale = 1.0 / math.sqrt(H) if scale is None else float(scale)
+    scale = float(1.0 / np.sqrt(np.float64(H))) if scale is None else float(scale)
     out, _ = lax.dot_product_attention(q, k, v, bias, mask, q_lens, kv_lens, scale=scale,
                                        is_causal=bool(is_causal),
                                        local_window=_window(local_window_size))
