@@ -261,3 +261,21 @@ def test_errors_name_the_problem_and_the_line():
         attention(q, kv, kv, bias=np.ones((3, 5), np.float32))
     with pytest.raises(ValueError, match=r"unsupported implementation 'cudnn'"):
         attention(q, kv, kv, implementation="cudnn")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_benchmark_contenders_agree(causal, capsys):
+    """benchmarks/attention.py times what it claims: its naive NumPy forward and backward
+    equal the blocked primitive's results."""
+    from benchmarks import attention as bench
+
+    rng = np.random.default_rng(5)
+    q, k, v, g = (rng.standard_normal((1, 6, 2, 4)).astype(np.float32) for _ in range(4))
+    for naive_fn, blocked_fn in bench.contenders(q, k, v, g, causal).values():
+        want, got = naive_fn(), blocked_fn()
+        want = [want[0]] if isinstance(got, np.ndarray) else [np.sum(want[0] * g), *want[1:]]
+        got = [got] if isinstance(got, np.ndarray) else got
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    bench.main(["--seq", "5", "--heads", "1", "--dim", "4", "--repeat", "1", "--blocks", "2"])
+    assert "| 5 | forward+backward |" in capsys.readouterr().out
