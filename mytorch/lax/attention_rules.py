@@ -212,13 +212,11 @@ def _tangent_jvp_rule(primals, dots_in, **params):
     def composite(*args):
         ops, _ = at.split_operands(args[:n_primal], static["optional"])
         dots = dict(zip(names, args[n_primal:], strict=True))
-        zero = {n: Zero(aval_of(ops[n])) for n in at.DIFFERENTIABLE_OPERANDS if n in ops}
-        zero.update(dots)
         keys = list(ops)
         _, (out_dot,) = jvp_flat(
             lambda *xs: [reference_attention(dict(zip(keys, xs, strict=True)),
                                              **_static(static))],
-            [ops[n] for n in keys], [zero.get(n, Zero(aval_of(ops[n]))) for n in keys])
+            [ops[n] for n in keys], [dots.get(n, Zero(aval_of(ops[n]))) for n in keys])
         return [out_dot]
 
     _, (y_dot,) = jvp_flat(composite, list(primals), list(dots_in))
