@@ -18,23 +18,33 @@ from mytorch.core.tree_util import (
 )
 from mytorch.jit import jit
 from mytorch.nn.module import Module, _fields
+from mytorch.random.keys import KeyArray
 
 _INEXACT = ("f", "c", "V")  # V: ml_dtypes' bfloat16 reports kind 'V'
 
 
 def is_array(x):
-    """True for arrays (mt.Array, traced values included, and NumPy arrays/scalars)."""
-    return isinstance(x, (Array, np.ndarray, np.generic))
+    """True for arrays (mt.Array, traced values included, NumPy arrays/scalars and typed
+    PRNG key arrays)."""
+    return isinstance(x, (Array, np.ndarray, np.generic, KeyArray))
 
 
 def is_inexact_array(x):
     """True for floating or complex arrays: the leaves `filter_grad` differentiates."""
-    if not is_array(x):
+    if not isinstance(x, (Array, np.ndarray, np.generic)):
         return False
     return np.issubdtype(np.dtype(x.dtype), np.inexact) or "bfloat16" in str(x.dtype)
 
 
+def _with_keys(is_leaf):
+    """`is_leaf` extended so that a typed key array is one leaf (as in JAX), not a node."""
+    if is_leaf is None:
+        return lambda x: isinstance(x, KeyArray)
+    return lambda x: isinstance(x, KeyArray) or is_leaf(x)
+
+
 def _filter_tree(filter_spec, pytree, is_leaf):
+    is_leaf = _with_keys(is_leaf)
     def expand(mask, sub):
         if isinstance(mask, bool):
             return tree_map(lambda _: mask, sub, is_leaf=is_leaf)
@@ -84,7 +94,7 @@ def combine(*pytrees, is_leaf=None):
         raise user_error(TypeError, "combine: needs at least one pytree")
 
     def leaf(x):
-        return x is None or (is_leaf is not None and is_leaf(x))
+        return x is None or isinstance(x, KeyArray) or (is_leaf is not None and is_leaf(x))
 
     def pick(*xs):
         for x in xs:
@@ -239,7 +249,8 @@ def inference_mode(pytree, value=True):
 def count_params(tree, filter_spec=is_array):
     """The number of array elements in `tree` (e.g. a model) whose leaves `filter_spec`
     selects: `count_params(model)`, or `count_params(trainable, is_inexact_array)`."""
-    return int(sum(int(np.prod(np.shape(x))) for x in tree_leaves(filter(tree, filter_spec))))
+    kept = tree_leaves(filter(tree, filter_spec), is_leaf=_with_keys(None))
+    return int(sum(int(np.prod(x.shape)) if hasattr(x, "shape") else 1 for x in kept))
 
 
 parameter_count = count_params

@@ -407,3 +407,22 @@ def test_partition_combine_round_trip(tree):
     assert nn.count_params(tree) == n
     inexact = nn.filter(tree, nn.is_inexact_array)
     assert all(np.dtype(x.dtype).kind == "f" for x in tree_leaves(inexact))
+
+
+def test_key_arrays_are_array_leaves():
+    key = mt.random.key(0)
+    tree = {"w": mnp.ones(4), "key": key, "keys": mt.random.split(key, 3), "n": 3}
+    assert nn.is_array(key) and not nn.is_inexact_array(key)
+    dyn, static = nn.partition(tree, nn.is_array)
+    assert dyn["key"] is key and static["key"] is None and static["n"] == 3
+    assert nn.combine(dyn, static)["keys"] is tree["keys"]
+    assert nn.count_params(tree) == 4 + 1 + 3
+
+    def loss(params, key):
+        return mnp.sum(nn.Dropout(0.5)(params["w"], key=key))
+
+    grads = nn.filter_grad(loss)(tree, key)
+    assert grads["key"] is None and grads["keys"] is None
+    np.testing.assert_array_equal(grads["w"], [0, 0, 2, 2])
+    jitted = nn.filter_jit(lambda tree: nn.Dropout(0.5)(tree["w"], key=tree["key"]))
+    np.testing.assert_array_equal(jitted(tree), [0, 0, 2, 2])
