@@ -17,11 +17,13 @@ from mytorch.optim.wrappers import chain, masked
 
 __all__ = [
     "adabelief",
+    "adadelta",
     "adagrad",
     "adam",
     "adamax",
     "adamaxw",
     "adamw",
+    "adan",
     "amsgrad",
     "lamb",
     "lars",
@@ -32,9 +34,11 @@ __all__ = [
     "novograd",
     "radam",
     "rmsprop",
+    "rprop",
     "sgd",
     "sign_sgd",
     "signum",
+    "yogi",
 ]
 
 
@@ -181,3 +185,31 @@ def novograd(learning_rate, b1=0.9, b2=0.25, eps=1e-6, eps_root=0.0, weight_deca
 def noisy_sgd(learning_rate, eta=0.01, gamma=0.55, key=0):
     """SGD with annealed Gaussian gradient noise (see `add_noise`)."""
     return chain(add_noise(eta, gamma, key), T.scale_by_learning_rate(learning_rate))
+
+
+def yogi(learning_rate, b1=0.9, b2=0.999, eps=1e-3):
+    """Yogi (see `scale_by_yogi`)."""
+    return chain(V.scale_by_yogi(b1=b1, b2=b2, eps=eps),
+                 T.scale_by_learning_rate(learning_rate))
+
+
+def adadelta(learning_rate=None, rho=0.9, eps=1e-6, weight_decay=0.0, weight_decay_mask=None):
+    """AdaDelta, with optional weight decay added to the gradient first (so it needs params
+    in `update`)."""
+    return chain(T.add_decayed_weights(weight_decay, mask=weight_decay_mask),
+                 V.scale_by_adadelta(rho=rho, eps=eps),
+                 T.scale_by_learning_rate(learning_rate))
+
+
+def adan(learning_rate, b1=0.98, b2=0.92, b3=0.99, eps=1e-8, eps_root=1e-8, weight_decay=0.0,
+         mask=None):
+    """Adan (see `scale_by_adan`) with decoupled weight decay. Needs params in `update`."""
+    return chain(V.scale_by_adan(b1=b1, b2=b2, b3=b3, eps=eps, eps_root=eps_root),
+                 T.add_decayed_weights(weight_decay, mask),
+                 T.scale_by_learning_rate(learning_rate))
+
+
+def rprop(learning_rate, eta_minus=0.5, eta_plus=1.2, min_step_size=1e-6, max_step_size=50.0):
+    """Rprop: sign-based steps with per-element adaptive sizes (see `scale_by_rprop`)."""
+    return chain(V.scale_by_rprop(learning_rate, eta_minus, eta_plus, min_step_size,
+                                  max_step_size), T.scale(-1.0))
