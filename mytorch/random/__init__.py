@@ -6,15 +6,44 @@ normal draws in simple.py; gamma and the distributions built on it in continuous
 """
 
 from mytorch.random.discrete import (  # noqa: F401
-    bernoulli, categorical, choice, exponential, gumbel, permutation, randint,
+    bernoulli,
+    categorical,
+    choice,
+    exponential,
+    gumbel,
+    permutation,
+    randint,
 )
 from mytorch.random.keys import (  # noqa: F401
-    KeyArray, PRNGKey, bits, clone, fold_in, key, key_data, key_impl, split, wrap_key_data,
+    KeyArray,
+    PRNGKey,
+    bits,
+    clone,
+    fold_in,
+    key,
+    key_data,
+    key_impl,
+    split,
+    wrap_key_data,
 )
 from mytorch.random.simple import (  # noqa: F401
-    cauchy, double_sided_maxwell, geometric, laplace, logistic, lognormal, maxwell, pareto,
-    rademacher, rayleigh, triangular, wald, weibull_min,
+    ball,
+    cauchy,
+    double_sided_maxwell,
+    generalized_normal,
+    geometric,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    pareto,
+    rademacher,
+    rayleigh,
+    triangular,
+    wald,
+    weibull_min,
 )
 from mytorch.random.uniform import normal, truncated_normal, uniform  # noqa: F401
 
+# isort: split
 from mytorch.random.continuous import *  # noqa: F401,F403  (gamma, beta, dirichlet, ...)

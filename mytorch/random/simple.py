@@ -1,6 +1,7 @@
 """Samplers that transform one or two uniform or normal draws, with JAX 0.10's formulas:
 laplace, logistic, cauchy, rademacher, maxwell, double_sided_maxwell, rayleigh, pareto,
-weibull_min, wald, geometric, triangular, lognormal.
+weibull_min, wald, geometric, triangular, lognormal; and, from gamma draws,
+generalized_normal and ball.
 """
 
 import numpy as np
@@ -175,3 +176,45 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     """Log-normal floats `exp(sigma * z)`, as `jax.random.lognormal`."""
     data, shape, dtype = _setup("lognormal", key, shape, dtype, sigma)
     return mnp.exp(_normal(data, shape, dtype) * as_dtype(sigma, dtype))
+
+
+def _rademacher_float(data, shape, dtype):
+    draws = _uniform(data, shape, dtypes.canonicalize(float), 0.0, 1.0) < 0.5
+    return (2 * draws.astype(dtype) - 1).astype(dtype)
+
+
+def _generalized_normal(data, p, shape, dtype):
+    from mytorch.random.continuous import gamma  # continuous.py imports this package
+
+    k1, k2 = _split2(data)
+    g = gamma(k1, 1 / p, shape, dtype)
+    return _rademacher_float(k2, shape, dtype) * g ** (1 / p)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Generalized normal floats (density proportional to exp(-|x|**p)): a random sign
+    times `gamma(1/p) ** (1/p)`, as `jax.random.generalized_normal`.
+
+    Args:
+      key: a single key. p: the (positive) exponent. shape: the result shape.
+      dtype: a float dtype (default float32).
+    """
+    data, shape, dtype = _setup("generalized_normal", key, shape, dtype)
+    return _generalized_normal(data, p, shape, dtype)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniform in the unit `p`-norm ball of dimension `d`: shape `(*shape, d)`, as
+    `jax.random.ball` (Barthe et al.'s generalized-normal construction).
+
+    Args:
+      key: a single key. d: the dimension (a static int). p: the norm's exponent.
+      shape: the batch shape. dtype: a float dtype (default float32).
+    """
+    data, shape, dtype = _setup("ball", key, shape, dtype)
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 0:
+        raise user_error(TypeError, f"ball: d must be a non-negative Python int, got {d!r}")
+    k1, k2 = _split2(data)
+    g = _generalized_normal(k1, p, (*shape, int(d)), dtype)
+    e = -mnp.log1p(-_uniform(k2, shape, dtype, 0.0, 1.0))
+    return g / (((mnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]

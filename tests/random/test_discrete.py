@@ -122,6 +122,11 @@ def test_choice_matches_jax():
     ("triangular", lambda k: R.triangular(k, 0.0, 1.0, 3.0, (4,)),
      [0.34976, 2.55883, 1.13429, 0.55326]),
     ("lognormal", lambda k: R.lognormal(k, 0.5, (4,)), [0.41859, 2.51697, 0.90381, 0.52992]),
+    ("generalized_normal", lambda k: R.generalized_normal(k, 1.5, (4,)),
+     [0.24209, 1.7145, -0.00762, 0.33981]),
+    ("ball", lambda k: R.ball(k, 3, shape=(2,)),
+     [[-0.38318, -0.22841, -0.82486], [-0.06198, 0.26028, 0.85965]]),
+    ("ball_l1", lambda k: R.ball(k, 2, p=1.0), [-0.41744, -0.1746]),
 ])
 def test_simple_samplers_match_jax(name, call, expected):
     out = call(R.key(9))
@@ -175,5 +180,9 @@ def test_errors():
         R.gumbel(K5, (2,), np.int32)
     with pytest.raises(OverflowError, match=r"randint: the bound 2147483648 does not fit"):
         R.randint(K5, (2,), 0, 2**31)
+    with pytest.raises(TypeError, match="ball: d must be a non-negative Python int"):
+        R.ball(K5, 2.5)
+    with pytest.raises(TypeError, match=r"split: expected a PRNG key.*i32\[2\]"):
+        R.split(np.array([0, 1], np.int32))
     with pytest.raises(TypeError, match="permutation: expected a PRNG key, got int"):
         R.permutation(3, 4)
