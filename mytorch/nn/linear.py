@@ -5,7 +5,7 @@ import math
 from mytorch import random
 from mytorch.nn._checks import as_array, positive_int, shape_error
 from mytorch.nn.module import Module, field
-from mytorch.numpy import broadcast_to, matmul, squeeze
+from mytorch.numpy import matmul, squeeze
 
 __all__ = ["Identity", "Linear"]
 
@@ -61,7 +61,7 @@ class Linear(Module):
         """`(..., in) -> (..., out)`; `key` is unused (accepted so layers share a call)."""
         x = as_array(x)
         if self.in_features == "scalar":
-            x = broadcast_to(x[..., None], x.shape + (1,))
+            x = x[..., None]
         elif x.ndim == 0 or x.shape[-1] != self.in_features:
             raise shape_error(self, f"(..., {self.in_features})", x)
         y = matmul(x, self.weight.T)

@@ -91,9 +91,9 @@ class LayerNorm(Module):
         orig, dt = x.dtype, _compute_dtype(x)
         x = x.astype(dt)
         axes = tuple(range(x.ndim - len(self.shape), x.ndim))
-        mu = mean(x, axis=axes, keepdims=True)
-        var = maximum(mean((x - mu) ** 2, axis=axes, keepdims=True), 0)
-        out = (x - mu) * lax.rsqrt(var + self.eps)
+        centred = x - mean(x, axis=axes, keepdims=True)
+        var = maximum(mean(centred * centred, axis=axes, keepdims=True), 0)
+        out = centred * lax.rsqrt(var + self.eps)
         if self.weight is not None:
             out = out * self.weight.astype(dt)
         if self.bias is not None:
@@ -195,9 +195,9 @@ class GroupNorm(Module):
                               f"{self.groups}", x)
         orig, dt = x.dtype, _compute_dtype(x)
         y = reshape(x.astype(dt), (self.groups, -1))
-        mu = mean(y, axis=1, keepdims=True)
-        var = maximum(mean((y - mu) ** 2, axis=1, keepdims=True), 0)
-        out = reshape((y - mu) * lax.rsqrt(var + self.eps), x.shape)
+        centred = y - mean(y, axis=1, keepdims=True)
+        var = maximum(mean(centred * centred, axis=1, keepdims=True), 0)
+        out = reshape(centred * lax.rsqrt(var + self.eps), x.shape)
         if self.channelwise_affine:
             bshape = (-1,) + (1,) * (x.ndim - 1)
             out = (out * reshape(self.weight.astype(dt), bshape)
