@@ -167,6 +167,34 @@ def test_first_and_second_derivatives_match_finite_differences(x64, small_blocks
     check_grads(_fn(extra, fixed, bias is not None), args, order=2, rtol=1e-4, atol=1e-5)
 
 
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), T=st.integers(1, 6), S=st.integers(1, 6), K=st.integers(1, 2),
+       G=st.integers(1, 2), causal=st.booleans(), block=st.sampled_from([1, 2, 4]),
+       seed=st.integers(0, 2**16))
+def test_gradients_over_drawn_shapes_match_finite_differences(data, T, S, K, G, causal, block,
+                                                               seed):
+    rng = np.random.default_rng(seed)
+    B, N = 2, K * G
+    q, k, v = _operands(rng, B, T, S, N, K, 2, np.float64)
+    bias_shape = tuple(d if data.draw(st.booleans()) else 1 for d in (B, N, T, S))
+    mask_shape = tuple(d if data.draw(st.booleans()) else 1 for d in (B, N, T, S))
+    bias = rng.standard_normal(bias_shape)
+    mask = rng.random(mask_shape) < 0.7
+    window = data.draw(st.sampled_from([None, (1, 0), (0, 2)]))
+
+    def f(q, k, v, bias):
+        return lax.dot_product_attention(q, k, v, bias, mask, scale=0.8, is_causal=causal,
+                                         local_window=window)[0]
+
+    old, kernels.BLOCK = kernels.BLOCK, block
+    mt.config.update("enable_x64", True)
+    try:
+        check_grads(f, (q, k, v, bias), order=1, rtol=1e-5, atol=1e-6, seed=seed)
+    finally:
+        mt.config.update("enable_x64", False)
+        kernels.BLOCK = old
+
+
 def test_hessian_vector_products_match_finite_differences(x64, small_blocks):
     (q, k, v, bias), extra, fixed = _case("mask_bias", np.random.default_rng(5))
     f = _fn(extra, fixed, True)
