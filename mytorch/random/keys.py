@@ -135,6 +135,10 @@ class KeyArray:
 
     __hash__ = None
 
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a typed key array cannot be converted to a NumPy array: take its "
+                        "uint32 words with mt.random.key_data(keys)")
+
     def __repr__(self):
         if isinstance(self._data, Tracer):
             return f"KeyArray(traced {self.shape}, dtype=key<fry>)"

@@ -214,6 +214,8 @@ def test_key_errors():
         R.PRNGKey(np.arange(3))
     with pytest.raises(TypeError, match="key takes an integer seed, but was given a key"):
         R.key(R.key(0))
+    with pytest.raises(TypeError, match=r"cannot be converted to a NumPy array.*key_data"):
+        np.asarray(R.key(0))
     with pytest.raises(OverflowError, match="fold_in: data -1 is out of the uint32 range"):
         R.fold_in(R.key(0), -1)
 
