@@ -18,6 +18,7 @@ __all__ = [
     "tree_clip",
     "tree_div",
     "tree_full_like",
+    "tree_get",
     "tree_get_all_with_path",
     "tree_l2_norm",
     "tree_max",
@@ -26,6 +27,7 @@ __all__ = [
     "tree_norm",
     "tree_ones_like",
     "tree_scale",
+    "tree_set",
     "tree_size",
     "tree_sub",
     "tree_sum",
@@ -211,23 +213,76 @@ def tree_bias_correction(moment, decay, count):
     return tree_util.tree_map(lambda t: t / mnp.asarray(correction).astype(t.dtype), moment)
 
 
-def tree_get_all_with_path(tree, key):
-    """All `(path, value)` pairs of `tree`'s nodes that are NamedTuples with a field
-    `key` (e.g. `'count'` in an optimiser state), as `(path, getattr(node, key))`."""
+def _children(node):
+    """(key entry, name, child) triples of a container node, or None for a leaf."""
+    if isinstance(node, tuple) and hasattr(node, "_fields"):
+        return [(tree_util.GetAttrKey(f), f, c) for f, c in zip(node._fields, node, strict=True)]
+    if isinstance(node, (tuple, list)):
+        return [(tree_util.SequenceKey(i), None, c) for i, c in enumerate(node)]
+    if isinstance(node, dict):
+        return [(tree_util.DictKey(k), k, node[k]) for k in sorted(node)]
+    return None
+
+
+def tree_get_all_with_path(tree, key, filtering=None):
+    """All `(path, value)` pairs in `tree` under the dict key or NamedTuple field `key`
+    (or whose NamedTuple type is named `key`), e.g. `'count'` or `'learning_rate'` in an
+    optimiser state; `filtering(path, value) -> bool` narrows them."""
     found = []
 
     def visit(path, node):
-        if isinstance(node, tuple) and hasattr(node, "_fields"):
-            if key in node._fields:
-                found.append((path, getattr(node, key)))
-            for name, child in zip(node._fields, node, strict=True):
-                visit(path + (tree_util.GetAttrKey(name),), child)
-        elif isinstance(node, (tuple, list)):
-            for i, child in enumerate(node):
-                visit(path + (tree_util.SequenceKey(i),), child)
-        elif isinstance(node, dict):
-            for k in sorted(node):
-                visit(path + (tree_util.DictKey(k),), node[k])
+        named = isinstance(node, tuple) and hasattr(node, "_fields")
+        if named and type(node).__name__ == key and (filtering is None or filtering(path, node)):
+            found.append((path, node))
+        for entry, name, child in _children(node) or ():
+            if name == key and (filtering is None or filtering(path + (entry,), child)):
+                found.append((path + (entry,), child))
+            visit(path + (entry,), child)
 
     visit((), tree)
     return found
+
+
+def tree_get(tree, key, default=None, filtering=None):
+    """The one value under `key` in `tree` (see `tree_get_all_with_path`), or `default`
+    when there is none.
+
+    Raises:
+      KeyError: `key` occurs more than once.
+    """
+    found = tree_get_all_with_path(tree, key, filtering)
+    if len(found) > 1:
+        paths = ", ".join(tree_util.keystr(p) for p, _ in found)
+        raise KeyError(f"tree_get: {key!r} occurs {len(found)} times ({paths}); pass "
+                       "filtering= to choose one")
+    return found[0][1] if found else default
+
+
+def tree_set(tree, filtering=None, /, **kwargs):
+    """A copy of `tree` where every value under each key of `kwargs` is replaced by the
+    given value (e.g. `tree_set(state, learning_rate=mnp.asarray(1e-4))`).
+
+    Raises:
+      KeyError: a key occurs nowhere in `tree`.
+    """
+    for key in kwargs:
+        if not tree_get_all_with_path(tree, key, filtering):
+            raise KeyError(f"tree_set: {key!r} is not a key or field of the tree")
+
+    def rebuild(path, node):
+        children = _children(node)
+        if children is None:
+            return node
+        new = []
+        for entry, name, child in children:
+            if name in kwargs and (filtering is None or filtering(path + (entry,), child)):
+                new.append(kwargs[name])
+            else:
+                new.append(rebuild(path + (entry,), child))
+        if isinstance(node, dict):
+            return {entry.key: v for (entry, _, _), v in zip(children, new, strict=True)}
+        if hasattr(node, "_fields"):
+            return type(node)(*new)
+        return type(node)(new)
+
+    return rebuild((), tree)

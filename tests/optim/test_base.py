@@ -157,3 +157,22 @@ def test_grad_through_optimiser_steps_matches_finite_differences(x64, make):
         return mnp.sum(p ** 2)
 
     check_grads(loss_after, [np.array([0.3, -1.2, 2.0]), np.array(0.1)], rtol=1e-4, atol=1e-5)
+
+
+def test_tree_get_and_tree_set_on_optimiser_states():
+    opt = optim.chain(optim.clip(1.0), optim.inject_hyperparams(optim.adam)(learning_rate=0.1))
+    state = opt.init({"w": mnp.ones(2)})
+    assert float(tu.tree_get(state, "learning_rate")) == pytest.approx(0.1)
+    assert tu.tree_get(state, "missing", default=7) == 7
+    with pytest.raises(KeyError, match=r"tree_get: 'count' occurs 2 times"):
+        tu.tree_get(state, "count")
+    adam_state = tu.tree_get(state, "ScaleByAdamState")
+    assert isinstance(adam_state, optim.ScaleByAdamState)
+    new = tu.tree_set(state, learning_rate=mnp.asarray(0.5))
+    assert float(tu.tree_get(new, "learning_rate")) == 0.5
+    assert type(new[1]) is type(state[1])
+    assert mt.tree_util.tree_structure(new) == mt.tree_util.tree_structure(state)
+    u, _ = opt.update({"w": mnp.array([1.0, -1.0])}, new)
+    np.testing.assert_allclose(np.asarray(u["w"]), [-0.5, 0.5], rtol=1e-5)
+    with pytest.raises(KeyError, match=r"tree_set: 'lr' is not a key or field"):
+        tu.tree_set(state, lr=1.0)
