@@ -7,6 +7,7 @@ into a pytree of updates. `apply_updates(params, updates)` adds them to the para
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -83,17 +84,36 @@ def init_empty_state(params):
 def with_extra_args_support(tx):
     """`tx` as a GradientTransformationExtraArgs: an `update` without `**extra_args` is
     wrapped to drop them."""
+    return as_extra_args("with_extra_args_support", tx)
+
+
+def as_extra_args(fname, tx):
+    """`with_extra_args_support(tx)` whose error for a non-transformation names `fname`."""
     if isinstance(tx, GradientTransformationExtraArgs):
         return tx
     if not isinstance(tx, GradientTransformation):
-        raise user_error(TypeError, "expected a GradientTransformation (an (init, update) "
-                         f"pair), got {type(tx).__name__}")
+        init, update = getattr(tx, "init", None), getattr(tx, "update", None)
+        if not (callable(init) and callable(update)):
+            raise user_error(TypeError, f"{fname}: expected a GradientTransformation (an "
+                             f"(init, update) pair of functions), got {type(tx).__name__} "
+                             f"{tx!r:.60}")
+        tx = GradientTransformation(init, update)  # e.g. a MultiSteps object
+        if _takes_extra_args(update):
+            return GradientTransformationExtraArgs(*tx)
 
     def update(updates, state, params=None, **extra_args):
         del extra_args
         return tx.update(updates, state, params)
 
     return GradientTransformationExtraArgs(tx.init, update)
+
+
+def _takes_extra_args(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def identity():

@@ -14,6 +14,7 @@ from mytorch.core.source_info import user_error
 from mytorch.optim import tree_utils as tu
 from mytorch.optim.base import (
     GradientTransformationExtraArgs,
+    as_extra_args,
     safe_increment,
     set_to_zero,
     tree_map_checked,
@@ -49,7 +50,7 @@ def chain(*args):
     Example:
         >>> tx = chain(clip_by_global_norm(1.0), scale_by_adam(), scale(-1e-3))
     """
-    txs = [with_extra_args_support(t) for t in args]
+    txs = [as_extra_args("chain", t) for t in args]
 
     def init(params):
         return tuple(t.init(params) for t in txs)
@@ -71,7 +72,7 @@ def chain(*args):
 def named_chain(*transforms):
     """`chain` of `(name, transformation)` pairs whose state is a dict keyed by name."""
     names = [n for n, _ in transforms]
-    txs = {n: with_extra_args_support(t) for n, t in transforms}
+    txs = {n: as_extra_args("named_chain", t) for n, t in transforms}
 
     def init(params):
         return {n: txs[n].init(params) for n in names}
@@ -125,7 +126,7 @@ def masked(inner, mask):
     Example:
         >>> tx = masked(add_decayed_weights(1e-4), {'w': True, 'b': False})
     """
-    inner = with_extra_args_support(inner)
+    inner = as_extra_args("masked", inner)
 
     def init(params):
         mask_tree = _resolve_mask(mask, params)
@@ -166,7 +167,7 @@ def apply_if_finite(inner, max_consecutive_errors):
     """Runs `inner` only on steps whose updates are all finite; a step with a NaN or inf
     gives zero updates and keeps the inner state, unless more than
     `max_consecutive_errors` such steps came in a row (then `inner` runs anyway)."""
-    inner = with_extra_args_support(inner)
+    inner = as_extra_args("apply_if_finite", inner)
 
     def init(params):
         return ApplyIfFiniteState(mnp.zeros([], mnp.int32), mnp.array(True),
@@ -247,7 +248,7 @@ class MultiSteps:
 
     def __init__(self, opt, every_k_schedule, use_grad_mean=True,
                  should_skip_update_fn=None, accumulator_dtype=mnp.float32):
-        self._opt = with_extra_args_support(opt)
+        self._opt = as_extra_args("MultiSteps", opt)
         if isinstance(every_k_schedule, (bool, np.bool_)) or not (
                 isinstance(every_k_schedule, (int, np.integer)) or callable(every_k_schedule)):
             raise user_error(TypeError, "MultiSteps: every_k_schedule must be a positive int "
@@ -436,7 +437,7 @@ def partition(transforms, param_labels):
         >>> opt = partition({'train': adam(1e-3), 'frozen': set_to_zero()},
         ...                 {'encoder': 'frozen', 'head': 'train'})
     """
-    transforms = {k: with_extra_args_support(t) for k, t in transforms.items()}
+    transforms = {k: as_extra_args("partition", t) for k, t in transforms.items()}
 
     def labels_of(tree):
         labels = param_labels(tree) if callable(param_labels) else param_labels

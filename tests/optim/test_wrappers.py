@@ -333,3 +333,17 @@ def test_partition_freeze_and_selective_transform():
     u, _ = fr.update(p, fr.init(p))
     np.testing.assert_array_equal(np.asarray(u["enc"]), [0.0, 0.0])
     np.testing.assert_array_equal(np.asarray(u["head"]), [1.0] * 3)
+
+
+def test_chain_accepts_multisteps_objects_and_rejects_non_transformations():
+    tx = optim.chain(optim.clip_by_global_norm(1.0), optim.MultiSteps(optim.sgd(1.0), 2))
+    state = tx.init(mnp.ones(2))
+    u, state = tx.update(mnp.ones(2), state)
+    assert not np.any(np.asarray(u))
+    u, state = tx.update(mnp.ones(2), state)
+    np.testing.assert_allclose(np.asarray(u), [-2 ** -0.5] * 2, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"chain: expected a GradientTransformation \(an "
+                       r"\(init, update\) pair of functions\), got int 3 at .*test_wrappers"):
+        optim.chain(optim.sgd(0.1), 3)
+    with pytest.raises(TypeError, match=r"masked: expected a GradientTransformation"):
+        optim.masked(optim.sgd, {"a": True})
