@@ -5,7 +5,7 @@ An optimiser is a pair of pure functions, `init(params) -> state` and
 `apply_updates(params, updates)` takes the step. See docs/optim.md.
 """
 
-from mytorch.optim import tree_utils
+from mytorch.optim import tree, tree_utils
 from mytorch.optim.aliases import *
 from mytorch.optim.aliases import __all__ as _aliases_all
 from mytorch.optim.base import *
@@ -23,5 +23,5 @@ from mytorch.optim.variants import __all__ as _variants_all
 from mytorch.optim.wrappers import *
 from mytorch.optim.wrappers import __all__ as _wrappers_all
 
-__all__ = (["tree_utils"] + _base_all + _transforms_all + _variants_all + _clipping_all + _wrappers_all  # noqa: PLE0605
+__all__ = (["tree", "tree_utils"] + _base_all + _transforms_all + _variants_all + _clipping_all + _wrappers_all  # noqa: PLE0605
            + _schedules_all + _aliases_all + _factorized_all)

@@ -176,3 +176,10 @@ def test_tree_get_and_tree_set_on_optimiser_states():
     np.testing.assert_allclose(np.asarray(u["w"]), [-0.5, 0.5], rtol=1e-5)
     with pytest.raises(KeyError, match=r"tree_set: 'lr' is not a key or field"):
         tu.tree_set(state, lr=1.0)
+
+
+def test_short_tree_namespace():
+    tree = {"a": mnp.array([3.0]), "b": mnp.array([4.0])}
+    assert optim.tree.norm is tu.tree_norm and optim.tree.get is tu.tree_get
+    assert float(optim.tree.norm(tree)) == pytest.approx(5.0)
+    np.testing.assert_array_equal(np.asarray(optim.tree.add(tree, tree)["b"]), [8.0])
