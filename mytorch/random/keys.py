@@ -227,7 +227,14 @@ def _seed_words(name, seed):
     return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
-def PRNGKey(seed):
+def _check_impl(name, impl):
+    """Only threefry2x32 exists: accept its names (and the typed keys' dtype) or None."""
+    if impl is not None and impl not in ("threefry2x32", KEY_DTYPE):
+        raise user_error(ValueError, f"{name}: only the 'threefry2x32' implementation exists, "
+                         f"got impl={impl!r}")
+
+
+def PRNGKey(seed, *, impl=None):
     """A raw key for an integer seed: a uint32[2] array (JAX's legacy key).
 
     Args:
@@ -240,16 +247,19 @@ def PRNGKey(seed):
     >>> mt.random.PRNGKey(42)
     Array([ 0, 42], dtype=uint32)
     """
+    _check_impl("PRNGKey", impl)
     return _seed_words("PRNGKey", seed)
 
 
-def key(seed):
+def key(seed, *, impl=None, dtype=None):
     """A typed key (a 0-d `KeyArray`) for an integer seed; the words are `PRNGKey(seed)`'s.
 
     >>> import mytorch as mt
     >>> mt.random.key_data(mt.random.key(7))
     Array([0, 7], dtype=uint32)
     """
+    _check_impl("key", impl)
+    _check_impl("key", dtype)
     return KeyArray(_seed_words("key", seed))
 
 
@@ -259,15 +269,14 @@ def key_data(keys):
     return data
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     """Typed keys of shape `s` from uint32 words of shape `(*s, 2)`.
 
     Raises:
       TypeError: words that are not uint32 with a last axis of size 2.
     """
-    if impl not in (None, "threefry2x32"):
-        raise user_error(ValueError, f"wrap_key_data: only impl='threefry2x32' exists, got "
-                         f"{impl!r}")
+    _check_impl("wrap_key_data", impl)
+    _check_impl("wrap_key_data", dtype)
     if isinstance(key_bits_array, KeyArray):
         raise user_error(TypeError, "wrap_key_data takes uint32 words, got a typed key")
     data, _ = check_key("wrap_key_data", key_bits_array, allow_batched=True)

@@ -81,6 +81,10 @@ def test_typed_keys_split_like_raw_keys():
     assert bool(k1 != k2)
     assert words(R.wrap_key_data(R.key_data(keys))) == SPLIT_42[:3]
     assert R.clone(k) is k and R.key_impl(k) == "threefry2x32"
+    assert words(R.key(42, impl="threefry2x32")) == [0, 42]
+    assert words(R.wrap_key_data(R.key_data(keys), dtype=k.dtype)) == SPLIT_42[:3]
+    with pytest.raises(ValueError, match="key: only the 'threefry2x32' implementation"):
+        R.key(0, impl="rbg")
 
 
 def test_fold_in_matches_jax():
