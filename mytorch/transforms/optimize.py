@@ -23,6 +23,10 @@ from mytorch.transforms.inline import inline_all, inline_calls
 from mytorch.transforms.simplify import simplify
 
 UNROLL_THRESHOLD = 1000
+# a line's equations must also form a dependency chain this long: an unrolled loop feeds
+# each iteration into the next, while a tree_map over many parameters (an optimiser's
+# update called on one line) makes many short, independent chains
+UNROLL_CHAIN = 500
 
 
 def inline_early(eqn):
@@ -62,24 +66,30 @@ def optimize(closed):
     return out
 
 
-def unroll_warning(closed, threshold=UNROLL_THRESHOLD):
+def unroll_warning(closed, threshold=UNROLL_THRESHOLD, chain=UNROLL_CHAIN):
     """A warning message when one source line produced more than `threshold` equations
-    (counting those inside called jaxprs), which is what a Python loop over a traced
-    computation does; None otherwise. `jit` passes the message to `warnings.warn`.
+    (counting those inside called jaxprs) and they depend on each other in a chain longer
+    than `chain`, which is what a Python loop over a traced computation does; None
+    otherwise. `jit` passes the message to `warnings.warn`.
 
     Args:
       closed: a ClosedJaxpr or Jaxpr, as traced.
       threshold: the most equations one line may make without a warning.
+      chain: the longest dependency chain of one line's equations allowed without a
+        warning (many independent equations, as from a tree_map over parameters, are fine).
 
     Returns:
       A str naming file:line, the function and the count, or None.
     """
+    jaxpr = closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed
     counts = collections.Counter()
-    _count_lines(closed.jaxpr if isinstance(closed, ClosedJaxpr) else closed, counts)
-    if not counts:
-        return None
-    (where, n), = counts.most_common(1)
-    if n <= threshold:
+    _count_lines(jaxpr, counts)
+    for where, n in counts.most_common():
+        if n <= threshold:
+            return None
+        if _longest_chain(jaxpr, where) > chain:
+            break
+    else:
         return None
     filename, lineno, function = where
     return (
@@ -90,14 +100,39 @@ def unroll_warning(closed, threshold=UNROLL_THRESHOLD):
     )
 
 
+def _line(eqn):
+    info = eqn.source_info
+    return None if info is None else (info.filename, info.lineno,
+                                      getattr(info, "function", "?"))
+
+
+def _longest_chain(jaxpr, where):
+    """The most equations from line `where` on one dependency path through `jaxpr` (a
+    call's equations count with the longest such path through its body)."""
+    depth, longest = {}, 0
+    for eqn in jaxpr.eqns:
+        d = max((depth.get(id(v), 0) for v in eqn.invars), default=0)
+        d += sum(_longest_chain(sub, where) for sub in _subjaxprs(eqn))
+        d += _line(eqn) == where
+        for v in eqn.outvars:
+            depth[id(v)] = d
+        longest = max(longest, d)
+    return longest
+
+
+def _subjaxprs(eqn):
+    for value in eqn.params.values():
+        for sub in value if isinstance(value, tuple) else (value,):
+            if isinstance(sub, ClosedJaxpr):
+                sub = sub.jaxpr
+            if isinstance(sub, Jaxpr):
+                yield sub
+
+
 def _count_lines(jaxpr, counts):
     for eqn in jaxpr.eqns:
-        info = eqn.source_info
-        if info is not None:
-            counts[(info.filename, info.lineno, getattr(info, "function", "?"))] += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, tuple) else (value,):
-                if isinstance(sub, ClosedJaxpr):
-                    sub = sub.jaxpr
-                if isinstance(sub, Jaxpr):
-                    _count_lines(sub, counts)
+        where = _line(eqn)
+        if where is not None:
+            counts[where] += 1
+        for sub in _subjaxprs(eqn):
+            _count_lines(sub, counts)
