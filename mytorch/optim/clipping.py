@@ -13,12 +13,16 @@ from mytorch.optim.base import GradientTransformation, _abs_sq, init_empty_state
 __all__ = [
     "AddNoiseState",
     "ZeroNansState",
+    "adaptive_grad_clip",
     "add_noise",
     "clip",
     "clip_by_block_rms",
     "clip_by_global_norm",
     "clip_by_value",
     "keep_params_nonnegative",
+    "per_example_global_norm_clip",
+    "unitwise_clip",
+    "unitwise_norm",
     "zero_nans",
 ]
 
@@ -140,3 +144,63 @@ def keep_params_nonnegative():
         return out, state
 
     return GradientTransformation(init_empty_state, update)
+
+
+def unitwise_norm(x, axis=None):
+    """The L2 norm of each unit of `x`, broadcast to `x.shape`: the whole array for
+    scalars and vectors, per output column for rank 2-3 (`[in, out]` weights), per output
+    channel for rank 4-5 (`HWIO`/`DHWIO` kernels); `axis` overrides the reduced axes."""
+    x = mnp.asarray(x)
+    if axis is not None:
+        sq = mnp.sum(_abs_sq(x), axis=axis, keepdims=True)
+    elif mnp.ndim(mnp.squeeze(x)) <= 1:
+        sq = mnp.sum(_abs_sq(x), keepdims=True)
+    elif x.ndim in (2, 3):
+        sq = mnp.sum(_abs_sq(x), axis=0, keepdims=True)
+    elif x.ndim in (4, 5):
+        sq = mnp.sum(_abs_sq(x), axis=tuple(range(x.ndim - 1)), keepdims=True)
+    else:
+        raise user_error(ValueError, f"unitwise_norm: expected a parameter of rank 0 to 5, "
+                         f"got shape {x.shape}; pass axis= to choose the reduced axes")
+    return mnp.broadcast_to(mnp.sqrt(sq), x.shape)
+
+
+def unitwise_clip(g_norm, max_norm, grad, div_eps=1e-6):
+    """`grad` where `g_norm < max_norm`, else `grad * max_norm / max(g_norm, div_eps)`."""
+    clipped = grad * (max_norm / mnp.maximum(g_norm, div_eps))
+    return mnp.where(g_norm < max_norm, grad, clipped)
+
+
+def adaptive_grad_clip(clipping, eps=1e-3, axis=None):
+    """Adaptive gradient clipping (AGC): clips each unit's gradient norm to
+    `clipping * max(||p_unit||, eps)`. Needs params."""
+    def update(updates, state, params=None):
+        if params is None:
+            raise user_error(ValueError, "adaptive_grad_clip: update needs params")
+        g_norm = tree_util.tree_map(lambda x: unitwise_norm(x, axis), updates)
+        p_norm = tree_util.tree_map(lambda x: unitwise_norm(x, axis), params)
+        max_norm = tree_util.tree_map(lambda x: clipping * mnp.maximum(x, eps), p_norm)
+        return tree_util.tree_map(unitwise_clip, g_norm, max_norm, updates), state
+
+    return GradientTransformation(init_empty_state, update)
+
+
+def per_example_global_norm_clip(grads, l2_norm_clip):
+    """Clips each example's gradient (leading axis of every leaf) to global norm
+    `l2_norm_clip` and sums over examples (as in DP-SGD).
+
+    Returns:
+      `(summed_grads, num_clipped)`: leaves without the batch axis, and an int count.
+    """
+    leaves = tree_util.tree_leaves(grads)
+    if not leaves or any(mnp.ndim(g) < 1 or g.shape[0] != leaves[0].shape[0]
+                         for g in leaves):
+        raise user_error(ValueError, "per_example_global_norm_clip: every leaf needs the same "
+                         "batch size on axis 0, got shapes "
+                         f"{[tuple(g.shape) for g in leaves]}")
+    sq = sum(mnp.sum(_abs_sq(g).reshape(g.shape[0], -1), axis=1) for g in leaves)
+    norms = mnp.sqrt(sq)
+    mult = mnp.nan_to_num(mnp.minimum(l2_norm_clip / norms, 1.0), nan=1.0)
+    num_clipped = mnp.sum(mult < 1.0)
+    summed = tree_util.tree_map(lambda g: mnp.tensordot(mult, g, axes=1), grads)
+    return summed, num_clipped

@@ -347,3 +347,32 @@ def test_chain_accepts_multisteps_objects_and_rejects_non_transformations():
         optim.chain(optim.sgd(0.1), 3)
     with pytest.raises(TypeError, match=r"masked: expected a GradientTransformation"):
         optim.masked(optim.sgd, {"a": True})
+
+
+def test_adaptive_grad_clip_against_numpy():
+    rng = np.random.default_rng(1)
+    p = {"w": rng.normal(size=(3, 4)), "k": rng.normal(size=(2, 2, 3, 4)),
+         "b": rng.normal(size=(4,))}
+    g = {k: 3 * rng.normal(size=v.shape) for k, v in p.items()}
+    axes = {"w": (0,), "k": (0, 1, 2), "b": (0,)}
+    u, _ = mt.jit(optim.adaptive_grad_clip(0.1).update)(as_mt(g), optim.EmptyState(), as_mt(p))
+    for k, pk in p.items():
+        gn = np.sqrt(np.sum(g[k] ** 2, axis=axes[k], keepdims=True))
+        pn = np.sqrt(np.sum(pk ** 2, axis=axes[k], keepdims=True))
+        mx = 0.1 * np.maximum(pn, 1e-3)
+        ref = np.where(gn < mx, g[k], g[k] * mx / np.maximum(gn, 1e-6))
+        np.testing.assert_allclose(np.asarray(u[k]), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_per_example_global_norm_clip_against_numpy():
+    rng = np.random.default_rng(2)
+    grads = {"w": rng.normal(size=(5, 3, 2)), "b": 0.1 * rng.normal(size=(5, 2))}
+    summed, n = optim.per_example_global_norm_clip(as_mt(grads), 1.5)
+    norms = np.sqrt(np.sum(grads["w"] ** 2, axis=(1, 2)) + np.sum(grads["b"] ** 2, axis=1))
+    mult = np.minimum(1.5 / norms, 1.0)
+    assert int(n) == int(np.sum(mult < 1.0))
+    for k, gk in grads.items():
+        np.testing.assert_allclose(np.asarray(summed[k]), np.tensordot(mult, gk, 1), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"per_example_global_norm_clip: every leaf needs the "
+                       r"same batch size on axis 0, got shapes \[\(2,\), \(5, 2\)\]"):
+        optim.per_example_global_norm_clip({"a": mnp.ones(2), "b": mnp.ones((5, 2))}, 1.0)
