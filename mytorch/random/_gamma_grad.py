@@ -24,6 +24,15 @@ from mytorch.vectorize import vmap
 __all__ = ["sample_derivative"]
 
 
+def _kahan_add(acc, x):
+    # compensated running sum (value, lost low-order part): the recurrences run for about
+    # x - a steps, and plain float32 accumulation would drift by steps * eps
+    total, comp = acc
+    y = x - comp
+    t = total + y
+    return t, (t - total) - y
+
+
 def _one(a, x):
     dtype = a.dtype
     eps = np.array(np.finfo(dtype).eps, dtype)
@@ -35,24 +44,25 @@ def _one(a, x):
 
     def more(state):
         k, log_r, psi, _, mass = state
-        term = mnp.exp(log_r) * (mnp.abs(log_x - psi) + eps)
+        term = mnp.exp(log_r[0]) * (mnp.abs(log_x - psi[0]) + eps)
         before_peak = a + k <= safe_x
         return (k < max_steps) & (before_peak | (term > eps * mass))
 
     def step(state):
         k, log_r, psi, total, mass = state
-        term = mnp.exp(log_r) * (log_x - psi)
+        term = mnp.exp(log_r[0]) * (log_x - psi[0])
         k1 = k + 1
         return (
             k1,
-            log_r + log_x - mnp.log(a + k1),
-            psi + 1 / (a + k1),
-            total + term,
+            _kahan_add(log_r, log_x - mnp.log(a + k1)),
+            _kahan_add(psi, 1 / (a + k1)),
+            _kahan_add(total, term),
             mass + mnp.abs(term),
         )
 
     zero = mnp.zeros((), dtype)
-    _, _, _, total, _ = lax.while_loop(more, step, (zero, log_r0, psi0, zero, zero))
+    init = (zero, (log_r0, zero), (psi0, zero), (zero, zero), zero)
+    total = lax.while_loop(more, step, init)[3][0]
     out = -total
     out = mnp.where(x == 0, 0, out)
     bad = (x < 0) | (a <= 0) | mnp.isnan(a) | mnp.isnan(x)
