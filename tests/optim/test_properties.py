@@ -38,7 +38,8 @@ def test_clip_by_global_norm_bounds_the_norm(data, max_norm):
     norm = np.sqrt(sum(np.sum(x.astype(np.float64) ** 2) for x in leaves))
     scale = 1.0 if norm < max_norm else max_norm / norm
     for out, x in zip(u, leaves, strict=True):
-        np.testing.assert_allclose(np.asarray(out), x * scale, rtol=1e-5, atol=1e-6)
+        with np.errstate(under="ignore"):  # subnormal draws in the comparison itself
+            np.testing.assert_allclose(np.asarray(out), x * scale, rtol=1e-5, atol=1e-6)
     assert float(optim.global_norm(u)) <= max_norm * (1 + 1e-5) or norm < max_norm
 
 
