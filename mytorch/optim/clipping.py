@@ -27,9 +27,9 @@ __all__ = [
 ]
 
 
-def _check_positive(fname, name, value):
-    if isinstance(value, (int, float)) and not value > 0:
-        raise user_error(ValueError, f"{fname}: {name} must be positive, got {value!r}")
+def _check_non_negative(fname, name, value):
+    if isinstance(value, (int, float)) and not value >= 0:
+        raise user_error(ValueError, f"{fname}: {name} must be non-negative, got {value!r}")
 
 
 def clip(max_delta):
@@ -51,7 +51,7 @@ clip_by_value = clip
 def clip_by_global_norm(max_norm):
     """Rescales all updates together so that their global L2 norm is at most `max_norm`:
     `u * max_norm / global_norm(u)` when `global_norm(u) >= max_norm`, else unchanged."""
-    _check_positive("clip_by_global_norm", "max_norm", max_norm)
+    _check_non_negative("clip_by_global_norm", "max_norm", max_norm)
 
     def update(updates, state, params=None):
         del params
@@ -71,7 +71,7 @@ def clip_by_global_norm(max_norm):
 def clip_by_block_rms(threshold):
     """Rescales each update (block) whose RMS exceeds `threshold` down to RMS `threshold`:
     `u / max(1, rms(u) / threshold)`."""
-    _check_positive("clip_by_block_rms", "threshold", threshold)
+    _check_non_negative("clip_by_block_rms", "threshold", threshold)
 
     def update(updates, state, params=None):
         del params

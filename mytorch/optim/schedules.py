@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import mytorch.numpy as mnp
 from mytorch.core.source_info import user_error
 
@@ -30,8 +32,8 @@ __all__ = [
 
 
 def _int_arg(fname, name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            int(value) != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or int(value) != value:
         raise user_error(TypeError, f"{fname}: {name} must be an int, got "
                          f"{type(value).__name__} {value!r}")
     return int(value)

@@ -213,8 +213,8 @@ def test_clip_by_global_norm_formula(max_norm):
 
 
 def test_clip_by_global_norm_errors_and_empty_trees():
-    with pytest.raises(ValueError, match=r"clip_by_global_norm: max_norm must be positive, got "
-                       r"-1\.0"):
+    with pytest.raises(ValueError, match=r"clip_by_global_norm: max_norm must be non-negative, "
+                       r"got -1\.0"):
         optim.clip_by_global_norm(-1.0)
     assert optim.clip_by_global_norm(1.0).update({}, optim.EmptyState())[0] == {}
 
