@@ -184,14 +184,16 @@ def _erf_inv64(x):
     w = -mnp.log1p(-x * x)
     out, lower = None, 0.0
     for upper, shift, use_sqrt, coefficients in _GILES_DOUBLE:
-        t = (mnp.sqrt(w) if use_sqrt else w) - shift
+        # sqrt only sees the w of its own regions (w >= lower > 0), so that its infinite
+        # slope at w = 0 cannot reach the gradient through the discarded branch
+        t = (mnp.sqrt(mnp.maximum(w, lower)) if use_sqrt else w) - shift
         p = lax.full((), coefficients[0], f64)
         for c in coefficients[1:]:
             p = p * t + c
         region = p * x
         out = region if out is None else mnp.where(w < lower, out, region)
         lower = upper
-    return mnp.where(mnp.abs(x) == 1.0, x * np.inf, out)
+    return mnp.where(mnp.abs(x) == 1.0, lax.stop_gradient(x) * np.inf, out)
 
 
 def erf_inv(x):
@@ -204,13 +206,13 @@ def erf_inv(x):
     x = lax.convert_element_type(x, f32)
     w = -mnp.log1p(-x * x)
     central = w < 5.0
-    w = mnp.where(central, w - 2.5, mnp.sqrt(w) - 3.0)
+    w = mnp.where(central, w - 2.5, mnp.sqrt(mnp.maximum(w, 5.0)) - 3.0)  # (as above)
     p = mnp.where(central, lax.full((), _GILES_CENTRAL[0], f32),
                   lax.full((), _GILES_TAIL[0], f32))
     for a, b in zip(_GILES_CENTRAL[1:], _GILES_TAIL[1:], strict=True):
         p = fused_multiply_add(p, w, mnp.where(central, lax.full((), a, f32),
                                                lax.full((), b, f32)), f32)
-    out = mnp.where(mnp.abs(x) == 1.0, x * np.inf, p * x)
+    out = mnp.where(mnp.abs(x) == 1.0, lax.stop_gradient(x) * np.inf, p * x)
     return lax.convert_element_type(out, dtype)
 
 

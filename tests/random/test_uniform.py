@@ -188,3 +188,12 @@ def test_errors():
         R.uniform(K42, (2,), minval=np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="truncated_normal: dtype must be a float dtype"):
         R.truncated_normal(K42, -1.0, 1.0, (2,), np.uint8)
+
+
+def test_erf_inv_derivative():
+    from mytorch.random.uniform import erf_inv
+
+    # d erf_inv(x)/dx = sqrt(pi)/2 * exp(erf_inv(x)**2); finite in both regions
+    for x in (0.0, 0.3, -0.9, 0.99999):
+        expected = np.sqrt(np.pi) / 2 * np.exp(_erf_inv_ref(x) ** 2)
+        np.testing.assert_allclose(mt.grad(erf_inv)(np.float32(x)), expected, rtol=2e-3)
