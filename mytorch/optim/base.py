@@ -219,6 +219,14 @@ def _check_shapes(fname, params, updates):
                      is_leaf=lambda x: x is None)
     p_leaves = tree_util.tree_leaves_with_path(params)
     u_leaves = tree_util.tree_leaves(updates)
+    if len(p_leaves) != len(u_leaves):  # an update is None where its parameter is not
+        def check(path, p, u):
+            if p is not None and u is None:
+                raise user_error(ValueError, f"{fname}: the update at "
+                                 f"{tree_util.keystr(path) or 'the root'} is None but its "
+                                 "parameter is an array")
+        tree_util.tree_map_with_path(check, params, updates, is_leaf=lambda x: x is None)
+        return
     for (path, p), u in zip(p_leaves, u_leaves, strict=True):
         ps, us = mnp.shape(p), mnp.shape(u)
         if ps != us and not _broadcasts_to(us, ps):

@@ -33,6 +33,9 @@ def test_apply_updates_structure_error_names_the_path():
     with pytest.raises(ValueError, match=r"apply_updates: the update at \['layer'\]\['w'\] has "
                        r"shape \(3,\) but its parameter has shape \(2,\)"):
         optim.apply_updates(params, {"layer": {"w": mnp.ones(3), "b": mnp.ones(2)}})
+    with pytest.raises(ValueError, match=r"apply_updates: the update at \['layer'\]\['b'\] is "
+                       r"None but its parameter is an array"):
+        optim.apply_updates(params, {"layer": {"w": mnp.ones(2), "b": None}})
 
 
 def test_state_of_other_params_is_reported_with_path():
