@@ -77,6 +77,13 @@ def test_schedule_matches_formula_with_int_and_jitted_count(name, sched, ref):
     np.testing.assert_allclose(traced, expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("name,sched,ref", CASES, ids=[c[0] for c in CASES])
+def test_schedule_vmaps_over_counts(name, sched, ref):
+    counts = mnp.arange(26, dtype=mnp.int32)
+    out = mt.vmap(lambda c: mnp.asarray(sched(c), mnp.float32))(counts)
+    np.testing.assert_allclose(np.asarray(out), [ref(t) for t in STEPS], rtol=1e-6, atol=1e-7)
+
+
 def test_onecycle_schedules_match_optax():
     # optax.cosine_onecycle_schedule(20, 1.0) and linear_onecycle_schedule(20, 1.0)
     cos = optim.cosine_onecycle_schedule(20, 1.0)

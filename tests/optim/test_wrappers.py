@@ -376,3 +376,20 @@ def test_per_example_global_norm_clip_against_numpy():
     with pytest.raises(ValueError, match=r"per_example_global_norm_clip: every leaf needs the "
                        r"same batch size on axis 0, got shapes \[\(2,\), \(5, 2\)\]"):
         optim.per_example_global_norm_clip({"a": mnp.ones(2), "b": mnp.ones((5, 2))}, 1.0)
+
+
+def test_apply_if_finite_and_multisteps_under_vmap_equal_the_loop():
+    g = np.array([[1.0, 2.0], [np.nan, 1.0], [0.5, -1.0]], np.float32)
+    for tx in (optim.apply_if_finite(optim.sgd(0.1, momentum=0.9), 1),
+               optim.MultiSteps(optim.adam(0.1), 2,
+                                should_skip_update_fn=optim.skip_not_finite)
+               .gradient_transformation()):
+        def two_steps(gi, tx=tx):
+            p = mnp.zeros(2)
+            s = tx.init(p)
+            u1, s = tx.update(gi, s, p)
+            u2, s = tx.update(mnp.ones(2), s, p)
+            return u1 + u2
+        batched = mt.vmap(two_steps)(mnp.asarray(g))
+        looped = np.stack([np.asarray(two_steps(mnp.asarray(row))) for row in g])
+        np.testing.assert_allclose(np.asarray(batched), looped, rtol=1e-6)
