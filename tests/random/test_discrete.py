@@ -186,3 +186,20 @@ def test_errors():
         R.split(np.array([0, 1], np.int32))
     with pytest.raises(TypeError, match="permutation: expected a PRNG key, got int"):
         R.permutation(3, 4)
+
+
+def test_permutation_positions_are_uniform():
+    # where element 0 lands, over 5000 independent shuffles of 5 items: chi-square, 4 dof
+    # (99.9% quantile 18.47)
+    keys = R.split(R.key(21), 5000)
+    perms = np.asarray(mt.vmap(lambda k: R.permutation(k, 5))(keys))
+    counts = np.bincount(np.argmax(perms == 0, axis=1), minlength=5)
+    assert ((counts - 1000.0) ** 2 / 1000.0).sum() < 18.47
+
+
+def test_choice_with_p_frequencies():
+    p = np.array([0.05, 0.15, 0.3, 0.5], np.float32)
+    draws = np.asarray(R.choice(R.key(8), 4, (20000,), p=p))
+    counts = np.bincount(draws, minlength=4)
+    # chi-square with 3 degrees of freedom; its 99.9% quantile is 16.27
+    assert ((counts - 20000 * p) ** 2 / (20000 * p)).sum() < 16.27
