@@ -19,6 +19,7 @@ import numpy as np
 import mytorch.numpy as mnp
 from mytorch import lax
 from mytorch.jit import jit
+from mytorch.random._common import quiet_call
 from mytorch.vectorize import vmap
 
 __all__ = ["sample_derivative"]
@@ -73,8 +74,6 @@ def sample_derivative(a, x):
     """d x / d a for Gamma(a) draws `x` (same shape as `a`): 0 at x == 0, NaN for a <= 0."""
     if a.size == 0:
         return mnp.zeros(a.shape, a.dtype)
-    from mytorch.random.continuous import quiet_call
-
     return quiet_call(_compiled, a, mnp.asarray(x).astype(a.dtype))
 
 

@@ -8,7 +8,6 @@ rejection loop per element: a per-element `lax.while_loop` that `vmap` turns int
 vectorised loop, so it jits and vmaps like any other traced code.
 """
 
-import warnings
 from functools import partial
 
 import numpy as np
@@ -18,10 +17,12 @@ from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
-from mytorch.errors import RetraceWarning
 from mytorch.jit import jit
 from mytorch.random import _gamma_grad, _linalg
+from mytorch.random._common import float_dtype, quiet_call, raw_key, result_shape
 from mytorch.random.counts import binomial, poisson  # exported here with the others
+from mytorch.random.keys import canonical_shape, split
+from mytorch.random.uniform import normal, uniform
 from mytorch.vectorize import vmap
 
 __all__ = [
@@ -39,71 +40,6 @@ __all__ = [
 ]
 
 
-def _core():
-    # The key/bits/uniform/normal layer of mt.random (imported when first needed: this
-    # module is itself imported while mytorch.random initialises).
-    from mytorch import random
-
-    return random
-
-
-def _raw_key(name, key):
-    """The uint32[2] words of a single (typed or raw) key; the samplers draw from raw keys,
-    which give the same numbers as typed ones."""
-    from mytorch.random.keys import check_key
-
-    return check_key(name, key)[0]
-
-
-def quiet_call(compiled, *args):
-    """`compiled(*args)` without RetraceWarning: a sampler's internal jit is traced once per
-    parameter shape and dtype by design (the user's own jit decides what is retraced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RetraceWarning)
-        return compiled(*args)
-
-
-# ---- argument checks ------------------------------------------------------------------------
-def _float_dtype(name, dtype):
-    if dtype is None:
-        return dtypes.default_float()
-    d = dtypes.to_dtype(dtype)
-    if not dtypes.is_float(d):
-        raise user_error(ValueError, f"{name}: dtype argument must be a float dtype, got {d}")
-    return dtypes.canonicalize(d, explicit=True)
-
-
-def _shape_arg(name, shape):
-    from mytorch.random.keys import canonical_shape
-
-    return canonical_shape(name, shape)
-
-
-def _result_shape(name, shape, *param_shapes):
-    """`shape` (checked to be what the parameters' shapes broadcast into), or their broadcast
-    when `shape` is None (JAX's rule: parameters broadcast to the shape, never the reverse)."""
-    try:
-        joint = np.broadcast_shapes(*param_shapes)
-    except ValueError:
-        raise user_error(
-            ValueError, f"{name}: parameter shapes {list(param_shapes)} do not broadcast together"
-        ) from None
-    if shape is None:
-        return joint
-    shape = _shape_arg(name, shape)
-    try:
-        ok = np.broadcast_shapes(shape, *param_shapes) == shape
-    except ValueError:
-        ok = False
-    if not ok:
-        raise user_error(
-            ValueError,
-            f"{name}: shape {shape} is not broadcast-compatible with the parameter shapes "
-            f"{list(param_shapes)}: each parameter must broadcast to the requested shape",
-        )
-    return shape
-
-
 def _as_param(x, dtype):
     return lax.convert_element_type(mnp.asarray(x), dtype)
 
@@ -111,7 +47,6 @@ def _as_param(x, dtype):
 # ---- gamma: Marsaglia–Tsang -----------------------------------------------------------------
 def _gamma_one(key, alpha, log_space):
     """One Gamma(alpha) draw (0-d `alpha`) from its own key, as jax.random draws it."""
-    r = _core()
     dtype = alpha.dtype
     one = np.array(1, dtype)
     # alpha < 1: draw Gamma(alpha + 1) and scale by U^(1/alpha)
@@ -130,25 +65,25 @@ def _gamma_one(key, alpha, log_space):
 
     def propose(kxvu):
         def next_xv(kxv):
-            k, sub = r.split(kxv[0])
-            x = r.normal(sub, (), dtype=dtype)
+            k, sub = split(kxv[0])
+            x = normal(sub, (), dtype=dtype)
             return k, x, one + x * c
 
-        k, x_key, u_key = r.split(kxvu[0], 3)
+        k, x_key, u_key = split(kxvu[0], 3)
         zero = mnp.zeros((), dtype)
         _, x, v = lax.while_loop(lambda kxv: kxv[2] <= 0, next_xv, (x_key, zero, -one))
-        u = r.uniform(u_key, (), dtype=dtype)
+        u = uniform(u_key, (), dtype=dtype)
         return k, x * x, v * v * v, u
 
-    key, subkey = r.split(key)
+    key, subkey = split(key)
     init = (key, mnp.zeros((), dtype), mnp.ones((), dtype), mnp.full((), 2, dtype))
     _, _, v, _ = lax.while_loop(reject, propose, init)
     if log_space:
-        u = r.uniform(subkey, (), dtype=dtype)
+        u = uniform(subkey, (), dtype=dtype)
         log_u = mnp.log1p(-u)  # -Exponential: log of a uniform on (0, 1]
         log_boost = mnp.where(boost_mask | (log_u == 0), 0, log_u * (one / alpha_orig))
         return (mnp.log(d) + mnp.log(v)) + log_boost
-    u = one - r.uniform(subkey, (), dtype=dtype)
+    u = one - uniform(subkey, (), dtype=dtype)
     boost = mnp.where(boost_mask, one, u ** (one / alpha_orig))
     return (d * v) * boost
 
@@ -191,7 +126,7 @@ def _gamma_draws(key, a, log_space, *more):
     if sum(sizes) == 0:
         outs = [mnp.zeros(x.shape, x.dtype) for _, x in pairs]
     else:
-        keys = [_core().split(k, n) for (k, _), n in zip(pairs, sizes, strict=True) if n]
+        keys = [split(k, n) for (k, _), n in zip(pairs, sizes, strict=True) if n]
         flat_a = [mnp.reshape(x, (-1,)) for _, x in pairs]
         flat = _gamma_flat(mnp.concatenate(keys), mnp.concatenate(flat_a), log_space)
         starts = np.cumsum([0, *sizes])
@@ -203,10 +138,10 @@ def _gamma_draws(key, a, log_space, *more):
 
 
 def _gamma(name, key, a, shape, dtype, log_space):
-    key = _raw_key(name, key)
-    dtype = _float_dtype(name, dtype)
+    key = raw_key(name, key)
+    dtype = float_dtype(name, dtype)
     a = _as_param(a, dtype)
-    shape = _result_shape(name, shape, a.shape)
+    shape = result_shape(name, shape, a.shape)
     return _gamma_draws(key, mnp.broadcast_to(a, shape), log_space)
 
 
@@ -254,11 +189,11 @@ def beta(key, a, b, shape=None, dtype=None):
     Returns:
       An array of `shape` and `dtype`.
     """
-    key = _raw_key("beta", key)
-    dtype = _float_dtype("beta", dtype)
+    key = raw_key("beta", key)
+    dtype = float_dtype("beta", dtype)
     a, b = _as_param(a, dtype), _as_param(b, dtype)
-    shape = _result_shape("beta", shape, a.shape, b.shape)
-    key_a, key_b = _core().split(key)
+    shape = result_shape("beta", shape, a.shape, b.shape)
+    key_a, key_b = split(key)
     # both gammas in one vectorised loop
     log_ga, log_gb = _gamma_draws(
         key_a, mnp.broadcast_to(a, shape), True, key_b, mnp.broadcast_to(b, shape)
@@ -282,14 +217,14 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     Returns:
       An array of shape `shape + (n,)`: the softmax of n log-gamma draws.
     """
-    key = _raw_key("dirichlet", key)
-    dtype = _float_dtype("dirichlet", dtype)
+    key = raw_key("dirichlet", key)
+    dtype = float_dtype("dirichlet", dtype)
     alpha = _as_param(alpha, dtype)
     if alpha.ndim < 1:
         raise user_error(
             ValueError, f"dirichlet requires alpha.ndim >= 1, got alpha of shape {alpha.shape}"
         )
-    batch = _result_shape("dirichlet", shape, alpha.shape[:-1])
+    batch = result_shape("dirichlet", shape, alpha.shape[:-1])
     log_g = _gamma_draws(key, mnp.broadcast_to(alpha, batch + alpha.shape[-1:]), True)
     log_g = log_g - mnp.max(log_g, axis=-1, keepdims=True)
     g = mnp.exp(log_g)
@@ -306,10 +241,10 @@ def chisquare(key, df, shape=None, dtype=None):
     Returns:
       An array of `shape` and `dtype`.
     """
-    key = _raw_key("chisquare", key)
-    dtype = _float_dtype("chisquare", dtype)
+    key = raw_key("chisquare", key)
+    dtype = float_dtype("chisquare", dtype)
     df = _as_param(df, dtype)
-    shape = _result_shape("chisquare", shape, df.shape)
+    shape = result_shape("chisquare", shape, df.shape)
     half = mnp.broadcast_to(df / np.array(2, dtype), shape)
     return mnp.exp(_gamma_draws(key, half, True)) * np.array(2, dtype)
 
@@ -325,12 +260,12 @@ def t(key, df, shape=None, dtype=None):
     Returns:
       An array of `shape` and `dtype`.
     """
-    key = _raw_key("t", key)
-    dtype = _float_dtype("t", dtype)
+    key = raw_key("t", key)
+    dtype = float_dtype("t", dtype)
     df = _as_param(df, dtype)
-    shape = _result_shape("t", shape, df.shape)
-    key_n, key_g = _core().split(key)
-    n = _core().normal(key_n, shape, dtype)
+    shape = result_shape("t", shape, df.shape)
+    key_n, key_g = split(key)
+    n = normal(key_n, shape, dtype)
     half_df = df / np.array(2, dtype)
     g = _gamma_draws(key_g, mnp.broadcast_to(half_df, shape), False)
     return n * mnp.sqrt(half_df / g)
@@ -347,11 +282,11 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     Returns:
       An array of `shape` and `dtype`.
     """
-    key = _raw_key("f", key)
-    dtype = _float_dtype("f", dtype)
+    key = raw_key("f", key)
+    dtype = float_dtype("f", dtype)
     dfnum, dfden = _as_param(dfnum, dtype), _as_param(dfden, dtype)
-    shape = _result_shape("f", shape, dfnum.shape, dfden.shape)
-    key_den, key_num = _core().split(key)
+    shape = result_shape("f", shape, dfnum.shape, dfden.shape)
+    key_den, key_num = split(key)
     two = np.array(2, dtype)
     # the two chi-squares (2 Gamma(df / 2), in log space) in one vectorised loop
     log_num, log_den = _gamma_draws(
@@ -393,13 +328,13 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
             ValueError,
             f"multivariate_normal: method must be one of {set(_MVN_METHODS)}, got {method!r}",
         )
-    key = _raw_key("multivariate_normal", key)
+    key = raw_key("multivariate_normal", key)
     mean, cov = mnp.asarray(mean), mnp.asarray(cov)
     common = dtypes.promote_types(mean.dtype, cov.dtype)
     if not dtypes.is_float(common):
         common = dtypes.default_float()
     mean, cov = mean.astype(common), cov.astype(common)
-    dtype = common if dtype is None else _float_dtype("multivariate_normal", dtype)
+    dtype = common if dtype is None else float_dtype("multivariate_normal", dtype)
     if mean.ndim < 1:
         raise user_error(
             ValueError, f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == {mean.ndim}"
@@ -411,7 +346,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
             f"multivariate_normal requires cov.shape == (..., n, n) for n={n} (mean's last "
             f"dim), but got cov.shape == {cov.shape}",
         )
-    batch = _result_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
+    batch = result_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
     if method == "cholesky":
         factor = _linalg.cholesky(cov)
     else:
@@ -420,7 +355,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         w, v = _linalg.eigh(cov)
         w = mnp.abs(w) if method == "svd" else w
         factor = v * mnp.sqrt(w)[..., None, :]
-    z = _core().normal(key, batch + (n,), dtype)
+    z = normal(key, batch + (n,), dtype)
     return mean + mnp.einsum("...ij,...j->...i", factor, z)
 
 
@@ -438,9 +373,9 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     Returns:
       An array of shape `shape + (n, m)`.
     """
-    key = _raw_key("orthogonal", key)
-    dtype = _float_dtype("orthogonal", dtype)
-    shape = _shape_arg("orthogonal", shape)
+    key = raw_key("orthogonal", key)
+    dtype = float_dtype("orthogonal", dtype)
+    shape = canonical_shape("orthogonal", shape)
     m = n if m is None else m
     for what, v in (("n", n), ("m", m)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -449,7 +384,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
                 f"orthogonal: {what} must be a non-negative Python int, got {v!r}",
             )
     n, m = int(n), int(m)
-    z = _core().normal(key, shape + (max(n, m), min(n, m)), dtype)
+    z = normal(key, shape + (max(n, m), min(n, m)), dtype)
     if z.size == 0:
         return mnp.zeros(shape + (n, m), dtype)
     q, r = _linalg.qr(z)

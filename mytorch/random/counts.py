@@ -13,36 +13,22 @@ import numpy as np
 import mytorch.numpy as mnp
 from mytorch import lax
 from mytorch.core import dtypes
-from mytorch.core.source_info import user_error
+from mytorch.random._common import float_dtype, int_dtype, raw_key, result_shape
+from mytorch.random.keys import split
+from mytorch.random.uniform import uniform
 
 __all__ = ["binomial", "poisson"]
-
-
-def _core():
-    from mytorch import random
-
-    return random
-
-
-def _int_dtype(name, dtype):
-    if dtype is None:
-        return dtypes.default_int()
-    d = dtypes.to_dtype(dtype)
-    if not dtypes.is_int(d):
-        raise user_error(ValueError, f"{name}: dtype argument must be an integer dtype, got {d}")
-    return dtypes.canonicalize(d, explicit=True)
 
 
 # ---- poisson ------------------------------------------------------------------------------------
 def _poisson_knuth(key, lam, shape, dtype, max_iters):
     # count uniforms until their product falls below e^-lam
-    r = _core()
 
     def body(carry):
         i, k, key, log_prod = carry
-        key, sub = r.split(key)
+        key, sub = split(key)
         k = mnp.where(log_prod > -lam, k + 1, k)
-        u = r.uniform(sub, shape, np.float32)
+        u = uniform(sub, shape, np.float32)
         return i + 1, k, key, log_prod + mnp.log(u)
 
     def cond(carry):
@@ -56,7 +42,6 @@ def _poisson_knuth(key, lam, shape, dtype, max_iters):
 
 def _poisson_rejection(key, lam, shape, dtype, max_iters):
     # Hörmann (1993), transformed rejection with squeeze
-    r = _core()
     log_lam = mnp.log(lam)
     b = 0.931 + 2.53 * mnp.sqrt(lam)
     a = -0.059 + 0.02483 * b
@@ -65,9 +50,9 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
     def body(carry):
         i, k_out, accepted, key = carry
-        key, sub0, sub1 = r.split(key, 3)
-        u = r.uniform(sub0, shape, lam.dtype) - 0.5
-        v = r.uniform(sub1, shape, lam.dtype)
+        key, sub0, sub1 = split(key, 3)
+        u = uniform(sub0, shape, lam.dtype) - 0.5
+        v = uniform(sub1, shape, lam.dtype)
         us = 0.5 - mnp.abs(u)
         k = mnp.floor((2 * a / us + b) * u + lam + 0.43)
         s = mnp.log(v * inv_alpha / (a / (us * us) + b))
@@ -101,12 +86,10 @@ def poisson(key, lam, shape=None, dtype=None):
     Raises:
       ValueError: a non-integer dtype, or a shape `lam` does not broadcast to.
     """
-    from mytorch.random.continuous import _raw_key, _result_shape
-
-    key = _raw_key("poisson", key)
-    dtype = _int_dtype("poisson", dtype)
+    key = raw_key("poisson", key)
+    dtype = int_dtype("poisson", dtype)
     lam = mnp.asarray(lam)
-    shape = _result_shape("poisson", shape, lam.shape)
+    shape = result_shape("poisson", shape, lam.shape)
     lam = lax.convert_element_type(mnp.broadcast_to(lam, shape), np.float32)
     use_knuth = mnp.isnan(lam) | (lam < 10)
     lam_knuth = mnp.where(use_knuth, lam, 0.0)
@@ -140,14 +123,13 @@ def _stirling_tail(k):
 
 def _binomial_inversion(key, count, prob, shape, max_iters):
     # the number of geometric(prob) waiting times that fit in `count` trials
-    r = _core()
     log1m_prob = mnp.log1p(-prob)
 
     def body(carry):
         i, num_geom, geom_sum, key = carry
-        sub, key = r.split(key)
+        sub, key = split(key)
         num_geom = mnp.where(geom_sum <= count, num_geom + 1, num_geom)
-        u = r.uniform(sub, shape, prob.dtype)
+        u = uniform(sub, shape, prob.dtype)
         geom_sum = geom_sum + mnp.ceil(mnp.log(u) / log1m_prob)
         return i + 1, num_geom, geom_sum, key
 
@@ -162,7 +144,6 @@ def _binomial_inversion(key, count, prob, shape, max_iters):
 
 def _btrs(key, count, prob, shape, max_iters):
     # Kachitvichyanukul and Schmeiser's BTRS (1993): transformed rejection with squeeze
-    r = _core()
     stddev = mnp.sqrt(count * prob * (1 - prob))
     b = 1.15 + 2.53 * stddev
     a = -0.0873 + 0.0248 * b + 0.01 * prob
@@ -174,9 +155,9 @@ def _btrs(key, count, prob, shape, max_iters):
 
     def body(carry):
         i, k_out, accepted, key = carry
-        key, sub0, sub1 = r.split(key, 3)
-        u = r.uniform(sub0, shape, prob.dtype) - 0.5
-        v = r.uniform(sub1, shape, prob.dtype)
+        key, sub0, sub1 = split(key, 3)
+        u = uniform(sub0, shape, prob.dtype) - 0.5
+        v = uniform(sub1, shape, prob.dtype)
         us = 0.5 - mnp.abs(u)
         accept1 = (us >= 0.07) & (v <= v_r)
         k = mnp.floor((2 * a / us + b) * u + c)
@@ -216,12 +197,10 @@ def binomial(key, n, p, shape=None, dtype=None):
       A float array of `shape`: inversion (geometric waiting times) where `n q <= 10`,
       BTRS otherwise, with `q = min(p, 1 - p)` (as jax.random.binomial).
     """
-    from mytorch.random.continuous import _float_dtype, _raw_key, _result_shape
-
-    key = _raw_key("binomial", key)
-    dtype = _float_dtype("binomial", dtype)
+    key = raw_key("binomial", key)
+    dtype = float_dtype("binomial", dtype)
     n, p = mnp.asarray(n), mnp.asarray(p)
-    shape = _result_shape("binomial", shape, n.shape, p.shape)
+    shape = result_shape("binomial", shape, n.shape, p.shape)
     if not dtypes.is_float(p.dtype):
         p = p.astype(dtypes.default_float())
     count = mnp.broadcast_to(n.astype(p.dtype), shape)
