@@ -316,6 +316,16 @@ def _sort(draw, dts):
                                              num_keys=keys))), ops
 
 
+def _threefry(draw, dts):
+    # uint32 keys broadcast against the counts (keys of one element, or of the full shape)
+    s = shape_of(draw)
+    u32 = np.dtype(np.uint32)
+    key_shape = draw(st.sampled_from([(), s]))
+    ops = [values(draw, u32, key_shape) for _ in range(2)] + [values(draw, u32, s)
+                                                              for _ in range(2)]
+    return (lambda *xs: tuple(P["threefry2x32"].bind(*xs))), ops
+
+
 def _top_k(draw, dts):
     dt = pick(draw, dts, lambda d: d != BOOL)
     s = shape_of(draw, min_dims=1)
@@ -551,6 +561,7 @@ CASES = {
     "scatter_max": [scatter("max")],
     "argmax": [arg_reducer(P["argmax"])], "argmin": [arg_reducer(P["argmin"])],
     "sort": [_sort], "top_k": [_top_k], "dot_general": [_dot_general],
+    "threefry2x32": [_threefry],
     "conv_general_dilated": [_conv],
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
