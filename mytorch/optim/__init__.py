@@ -12,6 +12,8 @@ from mytorch.optim.base import *
 from mytorch.optim.base import __all__ as _base_all
 from mytorch.optim.clipping import *
 from mytorch.optim.clipping import __all__ as _clipping_all
+from mytorch.optim.extras import *
+from mytorch.optim.extras import __all__ as _extras_all
 from mytorch.optim.factorized import *
 from mytorch.optim.factorized import __all__ as _factorized_all
 from mytorch.optim.schedules import *
@@ -24,4 +26,4 @@ from mytorch.optim.wrappers import *
 from mytorch.optim.wrappers import __all__ as _wrappers_all
 
 __all__ = (["tree", "tree_utils"] + _base_all + _transforms_all + _variants_all + _clipping_all + _wrappers_all  # noqa: PLE0605
-           + _schedules_all + _aliases_all + _factorized_all)
+           + _schedules_all + _aliases_all + _factorized_all + _extras_all)

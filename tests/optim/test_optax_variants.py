@@ -67,6 +67,27 @@ OPTAX = {
                    [0.1623990684747696, 2.836425304412842]]},
     "rprop": {"b": [0.4749999940395355, -1.0],
               "w": [[0.949999988079071, -2.0], [0.22499999403953552, 2.950000047683716]]},
+    "fromage": {"b": [0.4217033386230469, -0.9675411581993103],
+                "w": [[0.7000032663345337, -1.894904613494873],
+                      [-0.05495604872703552, 2.6863808631896973]]},
+    "fromage_sched": {"b": [0.498704731464386, -0.951567530632019],
+                      "w": [[0.7076079845428467, -2.0671675205230713],
+                            [0.19683338701725006, 2.7263343334198]]},
+    "cond_transform": {"b": [0.20678365230560303, -0.9442217946052551],
+                       "w": [[1.2193516492843628, -2.0052638053894043],
+                             [0.16558901965618134, 2.9733669757843018]]},
+    "cond_mask": {"b": [0.3115639388561249, -1.1511013507843018],
+                  "w": [[1.146945595741272, -2.0505809783935547],
+                        [0.05296642333269119, 3.1266329288482666]]},
+    "flatten_adam": {"b": [0.465629905462265, -0.9530783891677856],
+                     "w": [[0.7874201536178589, -1.9703868627548218],
+                           [0.0711023360490799, 2.7884023189544678]]},
+    "normalize": {"b": [0.4997440576553345, -1.016035556793213],
+                  "w": [[0.9659522175788879, -1.9871830940246582],
+                        [0.21445783972740173, 2.966495990753174]]},
+    "apply_every": {"b": [0.4949999749660492, -1.0299999713897705],
+                    "w": [[0.9800000190734863, -1.9900000095367432],
+                          [0.20499999821186066, 2.9700000286102295]]},
 }
 
 
@@ -93,6 +114,13 @@ def _configs():
         "adadelta": optim.adadelta(0.5, weight_decay=0.1),
         "adan": optim.adan(0.05, weight_decay=0.1),
         "rprop": optim.rprop(0.05),
+        "fromage": optim.fromage(0.1),
+        "fromage_sched": optim.fromage(optim.linear_schedule(0.1, 0.01, 3)),
+        "cond_transform": optim.conditionally_transform(optim.adam(0.1), lambda s: s % 2 == 0),
+        "cond_mask": optim.conditionally_mask(optim.adam(0.1), lambda s: s >= 2),
+        "flatten_adam": optim.flatten(optim.adam(0.1)),
+        "normalize": optim.chain(optim.normalize_by_update_norm(0.5), optim.sgd(0.1)),
+        "apply_every": optim.chain(optim.apply_every(2), optim.sgd(0.1)),
     }
 
 
@@ -123,3 +151,19 @@ def test_sm3_keeps_one_accumulator_per_axis():
     # first step: acc = g**2, update = -lr * (1 - b1) * g / |g|
     np.testing.assert_allclose(np.asarray(u["m"]), np.full((3, 5), -0.01), rtol=1e-6)
     np.testing.assert_allclose(float(u["s"]), -0.01, rtol=1e-6)
+
+
+def test_scale_gradient_scales_only_the_backward_pass(x64):
+    import mytorch as mt
+
+    def f(x):
+        y = optim.scale_gradient({"a": x, "b": 2 * x}, 0.25)
+        return mnp.sum(y["b"] ** 2) + mnp.sum(y["a"])
+
+    x = mnp.array([1.0, -2.0])
+    np.testing.assert_array_equal(np.asarray(optim.scale_gradient(x, 0.25)), [1.0, -2.0])
+    # d/dx [sum((2x)^2) + sum(x)] = 8x + 1, scaled by 0.25
+    np.testing.assert_allclose(np.asarray(mt.grad(f)(x)), 0.25 * (8 * np.array([1.0, -2.0])
+                                                                  + 1))
+    np.testing.assert_allclose(np.asarray(mt.jit(mt.grad(f))(x)), [2.25, -3.75])
+    assert float(mt.grad(lambda x: mnp.sum(optim.scale_gradient(x, 0.0) * x))(x)[0]) == 1.0
