@@ -164,7 +164,7 @@ def stateless_with_tree_map(f):
     return GradientTransformation(init_empty_state, update)
 
 
-# ---- tree helpers with errors that name the trees ----------------------------------------------
+# ---- tree maps whose errors name the trees ----------------------------------------------
 
 def tree_map_checked(fname, names, f, tree, *rest, is_leaf=None):
     """`tree_map(f, tree, *rest)` whose structure errors name `fname` and the trees

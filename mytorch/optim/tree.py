@@ -1,4 +1,4 @@
-"""`mt.optim.tree`: the pytree helpers of `mt.optim.tree_utils` under Optax's short names
+"""`mt.optim.tree`: the pytree functions of `mt.optim.tree_utils` under Optax's short names
 (`optim.tree.norm(grads)`, `optim.tree.get(state, 'learning_rate')`, ...)."""
 
 from mytorch.optim import tree_utils as _tu

@@ -1,4 +1,4 @@
-"""apply_updates, global_norm, counters, tree helpers; dtypes; vmap and grad through
+"""apply_updates, global_norm, counters, tree functions; dtypes; vmap and grad through
 optimiser steps; error messages."""
 
 import numpy as np
@@ -84,7 +84,7 @@ def test_safe_increment_saturates():
     assert optim.safe_increment(mnp.asarray(4, mnp.int32)).dtype == mnp.int32
 
 
-def test_tree_helpers():
+def test_tree_functions():
     a = {"x": mnp.array([1.0, 2.0])}
     b = {"x": mnp.array([3.0, 5.0])}
     np.testing.assert_array_equal(np.asarray(tu.tree_add(a, b, a)["x"]), [5.0, 9.0])
