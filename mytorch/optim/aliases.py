@@ -46,7 +46,16 @@ def sgd(learning_rate, momentum=None, nesterov=False, accumulator_dtype=None):
     """Stochastic gradient descent, with optional (Nesterov) momentum.
 
     `u = -lr * g`; with momentum `t <- g + momentum * t`, `u = -lr * t` (Nesterov:
-    `u = -lr * (g + momentum * t)`). State: `(TraceState | EmptyState, ...)`.
+    `u = -lr * (g + momentum * t)`).
+
+    Args:
+      learning_rate: a float, a 0-d array, or a schedule `count -> value`.
+      momentum: the decay of the momentum buffer, or None for plain SGD.
+      nesterov: use Nesterov's look-ahead momentum.
+      accumulator_dtype: dtype of the momentum buffer (default: each param's dtype).
+    Returns:
+      A GradientTransformationExtraArgs; its state is `(TraceState(trace) | EmptyState(),
+      EmptyState() | ScaleByScheduleState(count))`, each leaf shaped like its param.
 
     Example:
         >>> opt = sgd(0.1, momentum=0.9)
@@ -60,8 +69,20 @@ def sgd(learning_rate, momentum=None, nesterov=False, accumulator_dtype=None):
 def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
          nesterov=False):
     """Adam: `u = -lr * m_hat / (sqrt(v_hat + eps_root) + eps)` with bias-corrected moving
-    averages of g (`b1`) and g**2 (`b2`). `mu_dtype` sets the first moment's dtype;
-    `nesterov=True` is NAdam."""
+    averages of g (`b1`) and g**2 (`b2`). `nesterov=True` is NAdam.
+
+    Args:
+      learning_rate: a float, a 0-d array, or a schedule `count -> value`.
+      b1, b2: decay rates of the first and second moments.
+      eps, eps_root: added outside and inside the square root of the second moment.
+      mu_dtype: dtype of the first moment (default: each param's dtype).
+    Returns:
+      A GradientTransformationExtraArgs whose state is `(ScaleByAdamState(count: int32[],
+      mu, nu), ...)`, `mu` and `nu` shaped like the params.
+
+    Example:
+        >>> opt = adam(1e-3); state = opt.init({'w': mnp.zeros((3, 2))})
+    """
     return chain(T.scale_by_adam(b1, b2, eps, eps_root, mu_dtype, nesterov=nesterov),
                  T.scale_by_learning_rate(learning_rate))
 

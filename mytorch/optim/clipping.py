@@ -50,7 +50,17 @@ clip_by_value = clip
 
 def clip_by_global_norm(max_norm):
     """Rescales all updates together so that their global L2 norm is at most `max_norm`:
-    `u * max_norm / global_norm(u)` when `global_norm(u) >= max_norm`, else unchanged."""
+    `u * max_norm / global_norm(u)` when `global_norm(u) >= max_norm`, else unchanged.
+
+    Args:
+      max_norm: the bound (a non-negative number or 0-d array).
+    Returns:
+      A stateless GradientTransformation; updates keep their shapes and dtypes.
+
+    Example:
+        >>> u, _ = clip_by_global_norm(1.0).update([mnp.array([3.0, 4.0])], EmptyState())
+        >>> # u == [Array([0.6, 0.8])]
+    """
     _check_non_negative("clip_by_global_norm", "max_norm", max_norm)
 
     def update(updates, state, params=None):
