@@ -93,19 +93,32 @@ def qr(a):
     return q[..., :, :k], mnp.triu(r)
 
 
-def _pairs(n):
-    ps, qs = zip(*[(p, q) for p in range(n) for q in range(p + 1, n)], strict=True)
+def _rounds(n):
+    """Round-robin pairings of 0..n-1 (Brent and Luk's parallel ordering): n - 1 rounds
+    (n rounded up to even) of disjoint pairs covering every pair once; the index n stands
+    for "no partner" when n is odd (its one-hot row is zero, so its rotation is identity)."""
+    m = n + (n % 2)
+    players = list(range(m))
+    ps, qs = [], []
+    for _ in range(m - 1):
+        half = m // 2
+        ps.append(players[:half])
+        qs.append(players[half:][::-1])
+        players = [players[0], players[-1], *players[1:-1]]
     return np.asarray(ps, np.int32), np.asarray(qs, np.int32)
 
 
 def eigh(a, sweeps=None):
-    """Eigen-decomposition of a symmetric matrix by cyclic Jacobi rotations.
+    """Eigen-decomposition of a symmetric matrix by Jacobi rotations (parallel ordering).
+
+    Each round rotates n/2 disjoint (p, q) pairs at once (one matrix product), and a sweep's
+    n - 1 rounds rotate every off-diagonal pair once.
 
     Args:
       a: `(..., n, n)` symmetric float array (symmetrised as `(a + a^T) / 2`).
-      sweeps: number of cyclic sweeps (each rotates every off-diagonal pair once); the
-        default, `max(8, ceil(log2 n) + 6)`, converges to working precision for the sizes
-        samplers use (convergence is quadratic once the off-diagonal mass is small).
+      sweeps: number of sweeps; the default, `max(8, ceil(log2 n) + 6)`, converges to
+        working precision for the sizes samplers use (convergence is quadratic once the
+        off-diagonal mass is small).
 
     Returns:
       `(w, v)`: eigenvalues `(..., n)` in ascending order and eigenvectors `(..., n, n)` as
@@ -117,31 +130,37 @@ def eigh(a, sweeps=None):
     v0 = mnp.broadcast_to(mnp.eye(n, dtype=a.dtype), a.shape)
     if n <= 1:
         return mnp.diagonal(a, axis1=-2, axis2=-1), v0
-    ps, qs = _pairs(n)
     if sweeps is None:
         sweeps = max(8, int(np.ceil(np.log2(n))) + 6)
-    eye = mnp.eye(n, dtype=a.dtype)
+    ps, qs = _rounds(n)
     ps, qs = mnp.asarray(ps), mnp.asarray(qs)
+    eye = mnp.eye(n, dtype=a.dtype)
+    cols = mnp.arange(n)
 
     def rotate(i, av):
         mat, vec = av
-        ep = _one_hot(ps[i % len(ps)], n, a.dtype)
-        eq = _one_hot(qs[i % len(qs)], n, a.dtype)
-        app = mnp.einsum("...ij,i,j->...", mat, ep, ep)
-        aqq = mnp.einsum("...ij,i,j->...", mat, eq, eq)
-        apq = mnp.einsum("...ij,i,j->...", mat, ep, eq)
+        r = i % len(ps)
+        ep = (ps[r][:, None] == cols).astype(a.dtype)  # (pairs, n) one-hot rows
+        eq = (qs[r][:, None] == cols).astype(a.dtype)
+        app = mnp.einsum("...ij,ki,kj->...k", mat, ep, ep)
+        aqq = mnp.einsum("...ij,ki,kj->...k", mat, eq, eq)
+        apq = mnp.einsum("...ij,ki,kj->...k", mat, ep, eq)
         nonzero = apq != 0
         theta = (aqq - app) / (2 * mnp.where(nonzero, apq, 1))
         sgn = mnp.where(theta >= 0, 1, -1).astype(a.dtype)
         t = sgn / (mnp.abs(theta) + mnp.sqrt(theta * theta + 1))
-        t = mnp.where(nonzero, t, 0)
+        t = mnp.where(nonzero, t, 0)  # tan of the angle that zeroes a[p, q]
         c = 1 / mnp.sqrt(t * t + 1)
         s = t * c
-        c, s = c[..., None, None], s[..., None, None]
-        # J = I + (c-1)(ep ep^T + eq eq^T) + s(ep eq^T - eq ep^T);  A <- J^T A J, V <- V J
-        pp = ep[:, None] * ep + eq[:, None] * eq
-        pq = ep[:, None] * eq - eq[:, None] * ep
-        rot = eye + (c - 1) * pp + s * pq
+        # J = I + sum_k (c_k - 1)(ep ep^T + eq eq^T) + s_k (ep eq^T - eq ep^T): the disjoint
+        # rotations commute, so J is their product;  A <- J^T A J, V <- V J
+        rot = (
+            eye
+            + mnp.einsum("...k,ki,kj->...ij", c - 1, ep, ep)
+            + mnp.einsum("...k,ki,kj->...ij", c - 1, eq, eq)
+            + mnp.einsum("...k,ki,kj->...ij", s, ep, eq)
+            - mnp.einsum("...k,ki,kj->...ij", s, eq, ep)
+        )
         mat = mnp.matmul(mnp.swapaxes(rot, -1, -2), mnp.matmul(mat, rot))
         return mat, mnp.matmul(vec, rot)
 
