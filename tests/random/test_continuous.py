@@ -499,15 +499,22 @@ def test_qr_vs_numpy(x64, shape):
     np.testing.assert_allclose(np.tril(r, -1), 0, atol=0)
 
 
-@pytest.mark.parametrize("batch", [(), (3,)])
-def test_eigh_vs_numpy(x64, batch):
-    a = _spd(np.random.default_rng(2), batch, 6) - 6 * np.eye(6)  # indefinite too
+@pytest.mark.parametrize("n,batch", [(6, ()), (5, (3,)), (2, (2,)), (9, ())])
+def test_eigh_vs_numpy(x64, n, batch):
+    a = _spd(np.random.default_rng(2), batch, n) - n * np.eye(n)  # indefinite too
     w, v = (np.asarray(t) for t in _linalg.eigh(a))
     np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-10)
     np.testing.assert_allclose(v @ (w[..., :, None] * np.swapaxes(v, -1, -2)), a, atol=1e-10)
-    np.testing.assert_allclose(
-        np.swapaxes(v, -1, -2) @ v, np.broadcast_to(np.eye(6), a.shape), atol=1e-10
-    )
+    eye = np.broadcast_to(np.eye(n), a.shape)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, eye, atol=1e-10)
+
+
+def test_eigh_degenerate(x64):
+    # repeated eigenvalues and a diagonal input (no rotation needed)
+    a = np.diag([2.0, 2.0, -1.0, 2.0])
+    w, v = (np.asarray(t) for t in _linalg.eigh(a))
+    np.testing.assert_allclose(w, [-1, 2, 2, 2], atol=1e-14)
+    np.testing.assert_allclose(v @ np.diag(w) @ v.T, a, atol=1e-14)
 
 
 def test_decompositions_jit_and_vmap():
