@@ -326,6 +326,48 @@ def _threefry(draw, dts):
     return (lambda *xs: tuple(P["threefry2x32"].bind(*xs))), ops
 
 
+def _attention_operands(draw, dts, extra=0):
+    """q f32[B, T, N, H], k and v [B, S, N, H] (a float dtype), and `extra` more arrays
+    shaped like q (tangents or cotangents); finite values (attention has no NaN cases to
+    compare)."""
+    dt = pick(draw, dts, is_float)
+    b, t, s, n, h = (draw(st.integers(1, 3)), draw(st.integers(1, 5)),
+                     draw(st.integers(1, 5)), draw(st.integers(1, 2)), draw(st.integers(1, 4)))
+    q_shape, kv_shape = (b, t, n, h), (b, s, n, h)
+    shapes_ = [q_shape, kv_shape, kv_shape] + [q_shape] * extra
+    ops = [values(draw, dt, sh, -2, 2, special=False) for sh in shapes_]
+    return ops, dict(scale=0.5, is_causal=draw(st.booleans()))
+
+
+def _attention(draw, dts):
+    ops, params = _attention_operands(draw, dts)
+    return (lambda q, k, v: lax.dot_product_attention(q, k, v, **params)), ops
+
+
+def _attention_tangent(draw, dts):
+    # the JVP of attention binds its tangent primitive (linear in dq, dk, dv)
+    ops, params = _attention_operands(draw, dts, extra=0)
+    tangents = [values(draw, o.dtype, o.shape, -1, 1, special=False) for o in ops]
+
+    def fn(q, k, v, dq, dk, dv):
+        return mt.jvp(lambda q, k, v: lax.dot_product_attention(q, k, v, **params)[0],
+                      (q, k, v), (dq, dk, dv))
+
+    return fn, ops + tangents
+
+
+def _attention_bwd(draw, dts):
+    # the VJP of attention binds its backward primitive (the tangent's transpose)
+    ops, params = _attention_operands(draw, dts, extra=1)
+
+    def fn(q, k, v, ct):
+        out, pullback = mt.vjp(
+            lambda q, k, v: lax.dot_product_attention(q, k, v, **params)[0], q, k, v)
+        return (out, *pullback(ct))
+
+    return fn, ops
+
+
 def _top_k(draw, dts):
     dt = pick(draw, dts, lambda d: d != BOOL)
     s = shape_of(draw, min_dims=1)
@@ -562,6 +604,9 @@ CASES = {
     "argmax": [arg_reducer(P["argmax"])], "argmin": [arg_reducer(P["argmin"])],
     "sort": [_sort], "top_k": [_top_k], "dot_general": [_dot_general],
     "threefry2x32": [_threefry],
+    "dot_product_attention": [_attention],
+    "dot_product_attention_tangent": [_attention_tangent],
+    "dot_product_attention_bwd": [_attention_bwd],
     "conv_general_dilated": [_conv],
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
