@@ -42,12 +42,19 @@ class Contender:
     first_call: time single calls of fresh callables: `make()` then returns a factory,
       called untimed before every sample, whose callable is timed (first-call latency:
       each sample builds a new function and clears caches so no compilation cache hits).
+    result: turns what the callable returns into the reference's form (e.g. a model's
+      weights transposed to the reference's layout); applied untimed, to the warm-up only.
+    check: "values" (the result must equal the reference within the workload's tolerances)
+      or "shapes" (only shapes and finiteness: a computation that draws random numbers
+      with its own generator, such as dropout, cannot match the reference's values).
     """
 
     name: str
     make: Callable[[], Callable[[], object]]
     group: str = "steady"
     first_call: bool = False
+    result: Callable[[object], object] | None = None
+    check: str = "values"
 
 
 @dataclasses.dataclass
@@ -149,6 +156,35 @@ def compare(got, want, rtol, atol):
     return None
 
 
+def compare_shapes(got, want):
+    """None when the two results have the same number of arrays, each of the reference's
+    shape, all finite; else a message naming the first that is not."""
+    import numpy as np
+
+    leaves_got, leaves_want = _leaves(to_numpy(got)), _leaves(to_numpy(want))
+    if len(leaves_got) != len(leaves_want):
+        return f"{len(leaves_got)} result arrays, expected {len(leaves_want)}"
+    for i, (g, w) in enumerate(zip(leaves_got, leaves_want, strict=True)):
+        if g.shape != w.shape:
+            return f"result {i} has shape {g.shape}, expected {w.shape}"
+        if not np.isfinite(g).all():
+            return f"result {i} has {int((~np.isfinite(g)).sum())} non-finite entries"
+    return None
+
+
+def check_result(contender, out, workload):
+    """None when a contender's output `out` passes its check against the workload's
+    reference (see `Contender.result` and `Contender.check`), else what is wrong."""
+    if contender.result is not None:
+        out = contender.result(out)
+    if contender.check == "shapes":
+        return compare_shapes(out, workload.expected)
+    if contender.check != "values":
+        raise ValueError(f"{contender.name}: check must be 'values' or 'shapes', "
+                         f"got {contender.check!r}")
+    return compare(out, workload.expected, workload.rtol, workload.atol)
+
+
 def _leaves(tree):
     if isinstance(tree, dict):
         return [x for v in tree.values() for x in _leaves(v)]
@@ -186,7 +222,7 @@ def _prepare(c, workload):
         t0 = time.perf_counter()
         out = (fn() if c.first_call else fn)()
         seconds = time.perf_counter() - t0
-        mismatch = compare(out, workload.expected, workload.rtol, workload.atol)
+        mismatch = check_result(c, out, workload)
         return fn, Outcome(mismatch=mismatch), seconds
     except Exception as e:  # noqa: BLE001 -- one broken contender must not stop the suite
         return None, Outcome(error=f"{type(e).__name__}: {e}".splitlines()[0][:200]), 0.0

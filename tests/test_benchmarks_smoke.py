@@ -24,15 +24,21 @@ def _flat(tree):
 
 
 def _run_once(contender):
+    """One call's result in the reference's form (`Contender.result` applied)."""
     fn = contender.make()
-    return (fn() if contender.first_call else fn)()
+    out = (fn() if contender.first_call else fn)()
+    return contender.result(out) if contender.result else out
 
 
-def _assert_agrees(got, want, name):
+def _assert_agrees(got, want, name, check="values"):
+    """Values agree (or, for check="shapes", same shapes, float32 and finite)."""
     got, want = _flat(got), _flat(want)
     assert len(got) == len(want), f"{name}: {len(got)} results, expected {len(want)}"
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert g.dtype == np.float32, f"{name} result {i} is {g.dtype}, expected float32"
+        if check == "shapes":
+            assert g.shape == w.shape and np.isfinite(g).all(), f"{name} result {i}"
+            continue
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{name} result {i}")
 
 
@@ -46,7 +52,7 @@ def test_mytorch_version_matches_numpy(key):
     workload, mine = _contenders(key, ("mytorch",))
     assert mine, f"{key} has no mytorch contender"
     for c in mine:
-        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}", c.check)
 
 
 @pytest.mark.parametrize("key", list(WORKLOADS))
@@ -55,7 +61,7 @@ def test_numpy_versions_match_the_reference(key):
     on its first call (later calls may update parameters in place)."""
     workload = WORKLOADS[key].build("tiny", ())
     for c in workload.contenders:
-        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}", c.check)
 
 
 _PAIRS = [(key, lib) for key in WORKLOADS for lib in OTHER_LIBS
@@ -67,7 +73,7 @@ def test_other_library_versions_match_numpy(key, lib):
     workload, theirs = _contenders(key, (lib,))
     assert theirs, f"{key} has no {lib} contender"
     for c in theirs:
-        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}")
+        _assert_agrees(_run_once(c), workload.expected, f"{key} {c.name}", c.check)
 
 
 @pytest.mark.skipif("jax" not in OTHER_LIBS, reason="JAX is not installed")
@@ -183,3 +189,49 @@ def test_w7_numpy_reference_is_the_gradient():
             lo[k][i] -= 1e-6
             num[i] = (loss(*hi) - loss(*lo)) / 2e-6
         np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_w9_numpy_reference_is_the_gradient(dropout):
+    """W9's hand-written loss and backward pass (label smoothing, optional dropout with the
+    masks redrawn identically from a seeded generator) against float64 central differences
+    along a random direction."""
+    from benchmarks.workloads import _mlp
+    from benchmarks.workloads.w9_train_step import numpy_loss_and_grads, smoothed_one_hot
+
+    rng = np.random.default_rng(0)
+    params = [p.astype(np.float64) for p in _mlp.init_params(rng, (5, 6, 6, 3))]
+    x = rng.standard_normal((7, 5))
+    labels = smoothed_one_hot(rng.integers(0, 3, 7), 3).astype(np.float64)
+
+    def run(ps):
+        masks = np.random.default_rng(5) if dropout else None
+        return numpy_loss_and_grads([p.copy() for p in ps], x.copy(), labels, masks)
+
+    loss, grads = run(params)
+    d = [rng.standard_normal(p.shape) for p in params]
+    eps = 1e-6
+    fd = (run([p + eps * t for p, t in zip(params, d, strict=True)])[0]
+          - run([p - eps * t for p, t in zip(params, d, strict=True)])[0]) / (2 * eps)
+    assert np.isclose(sum(np.sum(g * t) for g, t in zip(grads, d, strict=True)), fd,
+                      rtol=1e-6, atol=1e-9)
+    h = np.maximum(np.maximum(x @ params[0] + params[1], 0) @ params[2] + params[3], 0)
+    z = h @ params[4] + params[5]
+    z = z - z.max(1, keepdims=True)
+    want = np.mean(np.log(np.exp(z).sum(1)) - (z * labels).sum(1))
+    assert np.isclose(loss, want, rtol=1e-12) != dropout  # dropout changes the loss
+
+
+def test_w9_dropout_rows_really_drop_and_are_checked_for_shapes_only():
+    """W9's dropout contenders give finite results of the reference's shapes whose values
+    differ from the no-dropout step; a non-finite or misshapen result is reported."""
+    workload = WORKLOADS["W9"].build("tiny", ("mytorch",))
+    c = next(c for c in workload.contenders if c.name == "mytorch_dropout")
+    assert c.check == "shapes"
+    out = _run_once(c)
+    assert harness.check_result(harness.Contender("x", None), out, workload) is not None
+    assert harness.compare_shapes(out, workload.expected) is None
+    bad = [[np.full_like(a, np.nan) for a in out[0]], out[1]]
+    assert "non-finite" in harness.compare_shapes(bad, workload.expected)
+    assert "shape" in harness.compare_shapes([out[0][1:], out[1]], workload.expected) or \
+        "result arrays" in harness.compare_shapes([out[0][1:], out[1]], workload.expected)

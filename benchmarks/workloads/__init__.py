@@ -14,7 +14,9 @@ from benchmarks.workloads import (
     w6_attention,
     w7_rnn_scan,
     w8_while_grad,
+    w9_train_step,
 )
 
 WORKLOADS = {m.KEY: m for m in (w1_mlp_sgd, w2_dispatch, w3_first_call, w4_elementwise,
-                                w5_per_example_grads, w6_attention, w7_rnn_scan, w8_while_grad)}
+                                w5_per_example_grads, w6_attention, w7_rnn_scan, w8_while_grad,
+                                w9_train_step)}
