@@ -328,6 +328,22 @@ def test_orthogonal_is_haar():
 
 
 # ---- the derivative of gamma in a ----------------------------------------------------------
+def _gamma_grad_f64(a, x):
+    """dx/da in float64 from the upper tail: P = 1 - int_x^inf p, so
+    dx/da = -(dP/da) / p(x) = int_x^inf (p(t) / p(x)) (log t - digamma(a)) dt, with
+    p(t) / p(x) = (t / x)^(a-1) e^-(t-x); Simpson's rule on [x, x + 80]."""
+    a, x = float(a), float(x)
+    t = np.linspace(x, x + 80.0, 800001)
+    ratio = np.exp((a - 1) * np.log(t / x) - (t - x))
+    f = ratio * (np.log(t) - _digamma(a))
+    h = t[1] - t[0]
+    return h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+
+def _digamma(a, h=1e-5):
+    return (math.lgamma(a + h) - math.lgamma(a - h)) / (2 * h)
+
+
 def _gamma_cdf64(a, x):
     """P(a, x) by its series in float64 (math only), enough terms for x < 60."""
     k = np.arange(400.0)
@@ -337,15 +353,35 @@ def _gamma_cdf64(a, x):
 
 
 @pytest.mark.parametrize(
-    "a,x", [(0.3, 0.05), (0.3, 1.7), (1.0, 0.5), (2.5, 6.0), (9.0, 7.0), (25.0, 31.0)]
+    "a,x,rtol",
+    [
+        (0.3, 0.05, 1e-6),  # the series (x < 1 or x < a) ...
+        (1.0, 0.5, 1e-6),
+        (9.0, 7.0, 1e-6),
+        (0.3, 1.7, 1e-6),  # ... and the continued fraction (x > 1 and x > a)
+        (2.5, 6.0, 1e-6),
+        (25.0, 31.0, 1e-6),
+        (1.0, 12.0, 1e-5),  # far tails: dP/da ~ 1e-5, so the differences lose digits
+        (3.0, 16.0, 1e-5),
+        (40.0, 55.0, 1e-5),
+    ],
 )
-def test_gamma_sample_derivative_vs_cdf_differences(x64, a, x):
+def test_gamma_sample_derivative_vs_cdf_differences(x64, a, x, rtol):
     # dx/da = -(dP/da) / (dP/dx), both by float64 central differences of the CDF
-    h = 1e-5
+    h = 1e-5 if rtol < 1e-5 else 1e-4
     dp_da = (_gamma_cdf64(a + h, x) - _gamma_cdf64(a - h, x)) / (2 * h)
     dp_dx = (_gamma_cdf64(a, x + h) - _gamma_cdf64(a, x - h)) / (2 * h)
     got = _gamma_grad.sample_derivative(mnp.asarray([a]), mnp.asarray([x]))
-    np.testing.assert_allclose(np.asarray(got)[0], -dp_da / dp_dx, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got)[0], -dp_da / dp_dx, rtol=rtol)
+
+
+def test_gamma_sample_derivative_float32_tails():
+    # where the series would cancel (x far above a), float32 agrees with the float64 value
+    a = np.array([1.0, 10.0, 1000.0], np.float32)
+    x = np.array([54.59815, 35.29822, 1158.1139], np.float32)
+    want64 = [_gamma_grad_f64(ai, xi) for ai, xi in zip(a, x, strict=True)]
+    got = np.asarray(_gamma_grad.sample_derivative(mnp.asarray(a), mnp.asarray(x)))
+    np.testing.assert_allclose(got, want64, rtol=1e-5)
 
 
 def test_gamma_sample_derivative_edges():
