@@ -188,6 +188,11 @@ def beta(key, a, b, shape=None, dtype=None):
 
     Returns:
       An array of `shape` and `dtype`.
+
+    >>> import mytorch as mt
+    >>> x = mt.random.beta(mt.random.key(0), 2.0, 5.0, (1000,))
+    >>> bool(((x >= 0) & (x <= 1)).all())
+    True
     """
     key = raw_key("beta", key)
     dtype = float_dtype("beta", dtype)
@@ -216,6 +221,11 @@ def dirichlet(key, alpha, shape=None, dtype=None):
 
     Returns:
       An array of shape `shape + (n,)`: the softmax of n log-gamma draws.
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> p = mt.random.dirichlet(mt.random.key(0), mnp.array([1.0, 2.0, 3.0]), (4,))
+    >>> p.shape, bool(mnp.allclose(p.sum(-1), 1.0))
+    ((4, 3), True)
     """
     key = raw_key("dirichlet", key)
     dtype = float_dtype("dirichlet", dtype)
@@ -322,6 +332,10 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     Raises:
       ValueError: an unknown method, `mean.ndim < 1`, `cov` not `(..., n, n)`, or shapes
       that do not broadcast.
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> mt.random.multivariate_normal(mt.random.key(0), mnp.zeros(2), mnp.eye(2), (5,)).shape
+    (5, 2)
     """
     if method not in _MVN_METHODS:
         raise user_error(
@@ -372,6 +386,11 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 
     Returns:
       An array of shape `shape + (n, m)`.
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> q = mt.random.orthogonal(mt.random.key(0), 3)
+    >>> bool(mnp.allclose(q.T @ q, mnp.eye(3), atol=1e-5))
+    True
     """
     key = raw_key("orthogonal", key)
     dtype = float_dtype("orthogonal", dtype)

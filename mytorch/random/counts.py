@@ -85,6 +85,11 @@ def poisson(key, lam, shape=None, dtype=None):
 
     Raises:
       ValueError: a non-integer dtype, or a shape `lam` does not broadcast to.
+
+    >>> import mytorch as mt
+    >>> k = mt.random.poisson(mt.random.key(0), 3.0, (4,))
+    >>> k.shape, k.dtype
+    ((4,), dtype('int32'))
     """
     key = raw_key("poisson", key)
     dtype = int_dtype("poisson", dtype)
@@ -196,6 +201,11 @@ def binomial(key, n, p, shape=None, dtype=None):
     Returns:
       A float array of `shape`: inversion (geometric waiting times) where `n q <= 10`,
       BTRS otherwise, with `q = min(p, 1 - p)` (as jax.random.binomial).
+
+    >>> import mytorch as mt
+    >>> x = mt.random.binomial(mt.random.key(0), 10, 0.3, (1000,))
+    >>> bool(((x >= 0) & (x <= 10)).all())
+    True
     """
     key = raw_key("binomial", key)
     dtype = float_dtype("binomial", dtype)
