@@ -327,6 +327,44 @@ def test_orthogonal_is_haar():
     assert abs((np.diagonal(q, axis1=1, axis2=2) > 0).mean() - 0.5) < 0.05
 
 
+GRAD_A = np.array([0.4, 2.0, 7.0], np.float32)
+GRAD_W = np.array([1.0, -2.0, 0.5], np.float32)
+JAX_GRADS = {  # jax.grad(lambda a: (jax.random.<name>(jax.random.key(7), ...) * W).sum())(A)
+    "beta_a": (lambda a: mt.random.beta(key(), a, 2.0),
+               [0.09136568754911423, -0.30598628520965576, 0.01622418873012066]),
+    "beta_b": (lambda b: mt.random.beta(key(), 1.5, b),
+               [-0.955298900604248, 0.25894853472709656, -0.005947122350335121]),
+    "dirichlet": (lambda a: mt.random.dirichlet(key(), a),
+                  [9.27720611798577e-05, -0.24871166050434113, 0.05323656275868416]),
+    "t": (lambda a: mt.random.t(key(), a),
+          [-1.2714688777923584, 0.02440986968576908, -0.00013571640010923147]),
+    "chisquare": (lambda a: mt.random.chisquare(key(), a),
+                  [3.731832265430057e-08, -0.9746790528297424, 0.4023958146572113]),
+    "f": (lambda a: mt.random.f(key(), a, 3.0),
+          [5.348684310913086, -0.34942150115966797, -0.0011438727378845215]),
+    "loggamma": (lambda a: mt.random.loggamma(key(), a),
+                 [26.430587768554688, -1.5993849039077759, 0.08558778464794159]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(JAX_GRADS))
+def test_grads_of_derived_samplers_match_jax(name):
+    fn, want = JAX_GRADS[name]
+    got = mt.grad(lambda a: (fn(a) * GRAD_W).sum())(GRAD_A)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-7)
+
+
+def test_multivariate_normal_grads(x64):
+    # the draw is mean + L z with the key fixed: smooth in mean and cov (through Cholesky)
+    from tests.autodiff.fd import check_grads
+
+    cov = COV.astype(np.float64)
+    check_grads(
+        lambda m, c: mt.random.multivariate_normal(key(), m, (c + c.T) / 2, (2,)),
+        (MEAN, cov),
+    )
+
+
 # ---- the derivative of gamma in a ----------------------------------------------------------
 def _gamma_grad_f64(a, x):
     """dx/da in float64 from the upper tail: P = 1 - int_x^inf p, so
