@@ -223,7 +223,7 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     return init
 
 
-def _preset(scale, mode, distribution, doc):
+def _preset(name, scale, mode, distribution, doc):
     def builder(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
         return variance_scaling(
             scale,
@@ -235,25 +235,22 @@ def _preset(scale, mode, distribution, doc):
             dtype=dtype,
         )
 
+    builder.__name__ = builder.__qualname__ = name
     builder.__doc__ = (
         f"{doc}: `variance_scaling({scale}, {mode!r}, {distribution!r}, in_axis, out_axis, "
-        "batch_axis, dtype)`."
+        "batch_axis, dtype)`; returns `init(key, shape, dtype=None)`."
     )
     return builder
 
 
-glorot_uniform = _preset(1.0, "fan_avg", "uniform", "Glorot (Xavier) uniform")
-glorot_uniform.__name__ = "glorot_uniform"
-glorot_normal = _preset(1.0, "fan_avg", "truncated_normal", "Glorot (Xavier) normal")
-glorot_normal.__name__ = "glorot_normal"
-lecun_uniform = _preset(1.0, "fan_in", "uniform", "LeCun uniform")
-lecun_uniform.__name__ = "lecun_uniform"
-lecun_normal = _preset(1.0, "fan_in", "truncated_normal", "LeCun normal")
-lecun_normal.__name__ = "lecun_normal"
-he_uniform = _preset(2.0, "fan_in", "uniform", "He (Kaiming) uniform")
-he_uniform.__name__ = "he_uniform"
-he_normal = _preset(2.0, "fan_in", "truncated_normal", "He (Kaiming) normal")
-he_normal.__name__ = "he_normal"
+glorot_uniform = _preset("glorot_uniform", 1.0, "fan_avg", "uniform", "Glorot (Xavier) uniform")
+glorot_normal = _preset(
+    "glorot_normal", 1.0, "fan_avg", "truncated_normal", "Glorot (Xavier) normal"
+)
+lecun_uniform = _preset("lecun_uniform", 1.0, "fan_in", "uniform", "LeCun uniform")
+lecun_normal = _preset("lecun_normal", 1.0, "fan_in", "truncated_normal", "LeCun normal")
+he_uniform = _preset("he_uniform", 2.0, "fan_in", "uniform", "He (Kaiming) uniform")
+he_normal = _preset("he_normal", 2.0, "fan_in", "truncated_normal", "He (Kaiming) normal")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
