@@ -23,11 +23,16 @@ import pathlib
 import sys
 import time
 
-import numpy as np
+# The matrices here are small (a batch of 64 rows): one BLAS thread is as fast as several,
+# and a multithreaded BLAS slows down badly when another process is using the other cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import mytorch as mt
-import mytorch.numpy as mnp
-from mytorch import nn, optim
+import numpy as np  # noqa: E402  (after the thread settings)
+
+import mytorch as mt  # noqa: E402
+import mytorch.numpy as mnp  # noqa: E402
+from mytorch import nn, optim  # noqa: E402
 
 
 class Classifier(nn.Module):
