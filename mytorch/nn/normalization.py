@@ -52,7 +52,39 @@ def _with_state(out, state):
     return out if state is _NO_STATE else (out, state)
 
 
-class LayerNorm(Module):
+class _TrailingNorm(Module):
+    """What LayerNorm and RMSNorm share: normalising over the trailing `shape` axes (in
+    float32 for half-precision inputs), then the optional elementwise weight and bias."""
+
+    weight: object
+    bias: object
+    shape: tuple = field(static=True)
+    eps: float = field(static=True)
+    use_weight: bool = field(static=True)
+    use_bias: bool = field(static=True)
+
+    def _init(self, name, shape, eps, use_weight, use_bias, dtype):
+        self.shape = tuple_of_ints(name, "shape", shape)
+        self.eps, self.use_weight, self.use_bias = float(eps), bool(use_weight), bool(use_bias)
+        self.weight = ones(self.shape, dtype) if use_weight else None
+        self.bias = zeros(self.shape, dtype) if use_bias else None
+
+    def describe(self):
+        return f"{type(self).__name__}(shape={self.shape})"
+
+    def __call__(self, x, state=_NO_STATE, *, key=None):
+        """`(..., *shape) -> (..., *shape)`."""
+        x = _check_trailing(self, x, self.shape)
+        orig, dt = x.dtype, _compute_dtype(x)
+        out = self._normalise(x.astype(dt), tuple(range(x.ndim - len(self.shape), x.ndim)))
+        if self.weight is not None:
+            out = out * self.weight.astype(dt)
+        if self.bias is not None:
+            out = out + self.bias.astype(dt)
+        return _with_state(out.astype(orig), state)
+
+
+class LayerNorm(_TrailingNorm):
     """Normalise over the trailing `shape` axes: `(x - mean) / sqrt(var + eps) * weight +
     bias`, with the biased variance.
 
@@ -66,42 +98,19 @@ class LayerNorm(Module):
     axes are accepted here). Called with a `state` as well, returns `(out, state)`.
     """
 
-    weight: object
-    bias: object
-    shape: tuple = field(static=True)
-    eps: float = field(static=True)
-    use_weight: bool = field(static=True)
-    use_bias: bool = field(static=True)
-
     def __init__(self, shape, eps=1e-5, use_weight=True, use_bias=True, dtype=None, *,
                  elementwise_affine=None):
         if elementwise_affine is not None:
             use_weight = use_bias = bool(elementwise_affine)
-        self.shape = tuple_of_ints("LayerNorm", "shape", shape)
-        self.eps, self.use_weight, self.use_bias = float(eps), bool(use_weight), bool(use_bias)
-        self.weight = ones(self.shape, dtype) if use_weight else None
-        self.bias = zeros(self.shape, dtype) if use_bias else None
+        self._init("LayerNorm", shape, eps, use_weight, use_bias, dtype)
 
-    def describe(self):
-        return f"LayerNorm(shape={self.shape})"
-
-    def __call__(self, x, state=_NO_STATE, *, key=None):
-        """`(..., *shape) -> (..., *shape)`."""
-        x = _check_trailing(self, x, self.shape)
-        orig, dt = x.dtype, _compute_dtype(x)
-        x = x.astype(dt)
-        axes = tuple(range(x.ndim - len(self.shape), x.ndim))
+    def _normalise(self, x, axes):
         centred = x - mean(x, axis=axes, keepdims=True)
         var = maximum(mean(centred * centred, axis=axes, keepdims=True), 0)
-        out = centred * lax.rsqrt(var + self.eps)
-        if self.weight is not None:
-            out = out * self.weight.astype(dt)
-        if self.bias is not None:
-            out = out + self.bias.astype(dt)
-        return _with_state(out.astype(orig), state)
+        return centred * lax.rsqrt(var + self.eps)
 
 
-class RMSNorm(Module):
+class RMSNorm(_TrailingNorm):
     """Root-mean-square normalisation over the trailing `shape` axes:
     `x / sqrt(mean(x**2) + eps) * weight + bias`.
 
@@ -115,34 +124,11 @@ class RMSNorm(Module):
     Shapes: `(..., *shape) -> (..., *shape)`.
     """
 
-    weight: object
-    bias: object
-    shape: tuple = field(static=True)
-    eps: float = field(static=True)
-    use_weight: bool = field(static=True)
-    use_bias: bool = field(static=True)
-
     def __init__(self, shape, eps=1e-5, use_weight=True, use_bias=False, dtype=None):
-        self.shape = tuple_of_ints("RMSNorm", "shape", shape)
-        self.eps, self.use_weight, self.use_bias = float(eps), bool(use_weight), bool(use_bias)
-        self.weight = ones(self.shape, dtype) if use_weight else None
-        self.bias = zeros(self.shape, dtype) if use_bias else None
+        self._init("RMSNorm", shape, eps, use_weight, use_bias, dtype)
 
-    def describe(self):
-        return f"RMSNorm(shape={self.shape})"
-
-    def __call__(self, x, state=_NO_STATE, *, key=None):
-        """`(..., *shape) -> (..., *shape)`."""
-        x = _check_trailing(self, x, self.shape)
-        orig, dt = x.dtype, _compute_dtype(x)
-        x = x.astype(dt)
-        axes = tuple(range(x.ndim - len(self.shape), x.ndim))
-        out = x * lax.rsqrt(mean(x * x, axis=axes, keepdims=True) + self.eps)
-        if self.weight is not None:
-            out = out * self.weight.astype(dt)
-        if self.bias is not None:
-            out = out + self.bias.astype(dt)
-        return _with_state(out.astype(orig), state)
+    def _normalise(self, x, axes):
+        return x * lax.rsqrt(mean(x * x, axis=axes, keepdims=True) + self.eps)
 
 
 class GroupNorm(Module):
