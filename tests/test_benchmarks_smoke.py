@@ -235,3 +235,19 @@ def test_w9_dropout_rows_really_drop_and_are_checked_for_shapes_only():
     assert "non-finite" in harness.compare_shapes(bad, workload.expected)
     assert "shape" in harness.compare_shapes([out[0][1:], out[1]], workload.expected) or \
         "result arrays" in harness.compare_shapes([out[0][1:], out[1]], workload.expected)
+
+
+
+def test_mnist_example_script_reads_the_summary_line():
+    """benchmarks/mnist_example.py takes accuracy, steps and loop seconds from the line
+    that examples/mnist_mlp.py (and the script's PyTorch and JAX versions) print last but
+    one; a failed run is reported with its output."""
+    from benchmarks import mnist_example
+
+    out = ("training: 100%|##########| 880/880 [00:02<00:00, loss=0.5203]\n"
+           "test accuracy 98.89% (train 100.00%) after 880 steps in 2.7 s (3.07 ms/step)\n"
+           "checkpoint: ./mnist_mlp.safetensors; plot: ./mnist_mlp.png\n")
+    match = mnist_example.LINE.search(out)
+    assert match.groups() == ("98.89", "880", "2.7")
+    with pytest.raises(SystemExit, match="unknown library"):
+        mnist_example.main(["--libs", "mytorch,flax"])
