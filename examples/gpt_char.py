@@ -232,7 +232,7 @@ def _progress(total, enabled):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--dim", type=int, default=128)
