@@ -83,9 +83,9 @@ def _check_shape(op, shape, what="shape"):
 def _check_dims(op, what, dims, ndim, aval=None, cls=ValueError):
     """Distinct dims in [0, ndim); `cls` (JAX's class for `op`) otherwise."""
     _check_params(op, what, dims)
-    target = f"{short(aval)}" if aval is not None else f"rank {ndim}"
     for d in dims:
         if not 0 <= d < ndim:
+            target = f"{short(aval)}" if aval is not None else f"rank {ndim}"
             raise user_error(cls,
                 f"{op}: {what} {dims} are out of range for {target}: each must "
                 f"be in [0, {ndim})")
@@ -390,11 +390,23 @@ concatenate_p = Primitive("concatenate", kind="structural")
 concatenate_p.def_linear()
 
 
+class _Listing:
+    """The operands' short descriptions, joined by commas when formatted."""
+
+    def __init__(self, xs):
+        self.xs = xs
+
+    def __str__(self):
+        return ", ".join(short(x) for x in self.xs)
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
 @concatenate_p.def_abstract_eval
 def _concatenate_abstract_eval(*xs, dimension):
     if not xs:
         raise user_error(ValueError, "concatenate needs at least one operand")
-    listing = ", ".join(short(x) for x in xs)
+    listing = _Listing(xs)  # formatted only when a message needs it
     if any(x.dtype != xs[0].dtype for x in xs):
         raise user_error(TypeError,
             f"concatenate needs operands of one dtype, got {listing}. Convert "

@@ -26,7 +26,9 @@ that has a full-shaped operand too is replaced by its Literal:
 Never folded: effectful equations (their effect must happen at run time), collectives (they
 need the named axes of a running pmap), calls (their bodies may hold either), equations
 whose results would be large (more than `max_size` elements), and other equations that
-expand their operands into more than `max_expand` elements. An equation whose eager
+expand their operands into more than `max_expand` elements (an equation without operands,
+such as an iota of counters, is folded up to `max_size`: it is then built once, at compile
+time, instead of on every call). An equation whose eager
 evaluation fails (debug_nans, a primitive that refuses to run) is left for run time to
 report. The constants that folded equations read are left in place: `dce_closed` drops
 them, as it drops splats that nothing reads any more.
@@ -138,7 +140,9 @@ class _Folder:
         known = self.known
         in_size = sum(v.aval.size for v in eqn.invars)
         out_size = sum(v.aval.size for v in eqn.outvars)
-        if out_size > self.max_size or (out_size > max(in_size, 1)
+        # an equation without operands (iota) is computed once here rather than on every
+        # call; others may not expand their operands into large constants
+        if out_size > self.max_size or (eqn.invars and out_size > max(in_size, 1)
                                         and out_size > self.max_expand):
             return None
         args = [v.val if type(v) is Literal else known[v] for v in eqn.invars]

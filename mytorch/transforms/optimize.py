@@ -2,8 +2,11 @@
 and the trace-time check for Python loops that unrolled into huge programs.
 
     inline calls (all but prevent_cse ones: checkpoint)
-      -> simplify -> fold constants -> CSE -> DCE
+      -> simplify -> fold constants -> simplify -> CSE -> DCE
       -> inline the remaining calls -> DCE
+
+Simplification runs again after folding: folding turns computed constants into literals
+(`maxval - minval` of a uniform draw becomes 1.0), which exposes new no-ops (`x * 1.0`).
 
 Checkpointed blocks are inlined only after CSE, so their recomputation in the backward
 pass is not merged back into the forward pass (which would keep the intermediates alive:
@@ -57,7 +60,7 @@ def optimize(closed):
         raise TypeError(f"optimize needs a ClosedJaxpr, got {type(closed).__name__}")
     out = inline_calls(closed, inline_early)
     out = simplify(out)
-    out = fold_constants(out)
+    out = simplify(fold_constants(out))
     out = cse(out)
     out = dce_closed(out)
     out = dce_closed(inline_calls(out, inline_all))

@@ -5,6 +5,8 @@ groups of four with a key injection after each group; no Python loop over elemen
 rounds update two result buffers and one scratch buffer in place.
 """
 
+import math
+
 import numpy as np
 
 from mytorch.backends.numpy import numpy_backend
@@ -15,10 +17,34 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = _U32(0x1BD11BDA)  # Threefish's key-schedule constant
 
 
+# up to this many counter pairs the rounds run on Python ints: a key split or fold_in hashes
+# one or two pairs, where 115 whole-array NumPy calls would cost ~100x the arithmetic
+_SCALAR_SIZE = 8
+_MASK = 0xFFFFFFFF
+
+
+def _threefry_scalar(k1, k2, x, y):
+    """One counter pair through the 20 rounds, on Python ints (the same schedule)."""
+    ks = (k1, k2, k1 ^ k2 ^ 0x1BD11BDA)
+    x, y = (x + k1) & _MASK, (y + k2) & _MASK
+    for group in range(5):
+        for r in _ROTATIONS[group % 2]:
+            x = (x + y) & _MASK
+            y = (((y << r) | (y >> (32 - r))) & _MASK) ^ x
+        x = (x + ks[(group + 1) % 3]) & _MASK
+        y = (y + ks[(group + 2) % 3] + group + 1) & _MASK
+    return x, y
+
+
 @numpy_backend.register(prng.threefry2x32_p)
 def _threefry2x32(key1, key2, x1, x2):
     key1, key2, x1, x2 = (np.asarray(a, _U32) for a in (key1, key2, x1, x2))
     shape = np.broadcast_shapes(key1.shape, key2.shape, x1.shape, x2.shape)
+    if math.prod(shape) <= _SCALAR_SIZE:
+        pairs = [_threefry_scalar(*map(int, t)) for t in zip(
+            *(np.broadcast_to(a, shape).ravel() for a in (key1, key2, x1, x2)))]
+        out = np.array(pairs, _U32).reshape(len(pairs), 2)
+        return [out[:, 0].reshape(shape).copy(), out[:, 1].reshape(shape).copy()]
     ks = (key1, key2, key1 ^ key2 ^ _PARITY)
     x = np.empty(shape, _U32)
     y = np.empty(shape, _U32)
