@@ -504,7 +504,7 @@ def _load_like(reader, tree_json, like):
     pairs, treedef = tree_flatten_with_path(like)
     stored = reader.leaves_with_paths(tree_json)
     path = reader.path
-    for i, (kpath, leaf) in enumerate(pairs):
+    for i, (kpath, _) in enumerate(pairs):
         want = _pathstr(kpath)
         if i >= len(stored):
             raise _fail(path, f"leaf {want} expected by `like` is missing (the file has "
@@ -516,7 +516,7 @@ def _load_like(reader, tree_json, like):
         raise _fail(path, f"leaf {stored[len(pairs)][0]} is not in `like` (the file has "
                     f"{len(stored)} leaves, `like` has {len(pairs)})")
     out = []
-    for (kpath, leaf), (name, j) in zip(pairs, stored, strict=True):
+    for (_, leaf), (name, j) in zip(pairs, stored, strict=True):
         out.append(_match_leaf(reader, name, j, leaf))
     return treedef.unflatten(out)
 

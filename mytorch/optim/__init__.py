@@ -25,5 +25,6 @@ from mytorch.optim.variants import __all__ as _variants_all
 from mytorch.optim.wrappers import *
 from mytorch.optim.wrappers import __all__ as _wrappers_all
 
-__all__ = (["tree", "tree_utils"] + _base_all + _transforms_all + _variants_all + _clipping_all + _wrappers_all  # noqa: PLE0605
-           + _schedules_all + _aliases_all + _factorized_all + _extras_all)
+__all__ = (["tree", "tree_utils"] + _base_all + _transforms_all + _variants_all  # noqa: PLE0605
+           + _clipping_all + _wrappers_all + _schedules_all + _aliases_all + _factorized_all
+           + _extras_all)

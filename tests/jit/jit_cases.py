@@ -610,7 +610,8 @@ CASES = {
     "conv_general_dilated": [_conv],
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
-    "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit], "debug_callback": [_debug_callback],
+    "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit],
+    "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
     "while": [_while], "while_tape": [_while_grad], "tape_scan": [_while_grad],
 }
