@@ -140,6 +140,8 @@ class KeyArray:
                         "uint32 words with mt.random.key_data(keys)")
 
     def __repr__(self):
+        if not hasattr(self._data, "shape"):  # a tree_map put something else in the leaf
+            return f"KeyArray(holding {self._data!r})"
         if isinstance(self._data, Tracer):
             return f"KeyArray(traced {self.shape}, dtype=key<fry>)"
         words = np.asarray(self._data)

@@ -242,3 +242,13 @@ def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module),
                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted >= 3
+
+
+def test_key_array_with_a_non_array_leaf_still_prints():
+    """tree_map over a structure holding typed keys may put any value in the key's leaf
+    (None from a filter, a shape from tree_map(jnp.shape)); printing it must not fail."""
+    keys = mt.random.split(mt.random.key(0), 3)
+    emptied = mt.tree_util.tree_map(lambda x: None, keys)
+    assert repr(emptied) == "KeyArray(holding None)"
+    shapes = mt.tree_util.tree_map(lambda x: x.shape, keys)
+    assert repr(shapes) == "KeyArray(holding (3, 2))"
