@@ -14,6 +14,7 @@ to the current trace (mytorch/custom_calls.py), which runs what JAX runs:
 """
 
 import functools
+import sys
 import inspect
 
 from mytorch.core import dtypes, tree_util
@@ -78,6 +79,17 @@ class _CustomBase:
 
     def __get__(self, obj, objtype=None):  # usable as a method
         return self if obj is None else functools.partial(self, obj)
+
+    def __reduce_ex__(self, protocol):
+        """Pickled by reference when it is a module-level name (as plain functions are), so
+        a model holding `mt.nn.relu` pickles; otherwise field by field."""
+        owner = sys.modules.get(getattr(self, "__module__", None))
+        found = owner
+        for part in getattr(self, "__qualname__", "<>").split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return self.__qualname__
+        return super().__reduce_ex__(protocol)
 
     def _prepare(self, args, kwargs):
         args = _resolve_args(self.fun, args, kwargs)

@@ -426,3 +426,15 @@ def test_key_arrays_are_array_leaves():
     np.testing.assert_array_equal(grads["w"], [0, 0, 2, 2])
     jitted = nn.filter_jit(lambda tree: nn.Dropout(0.5)(tree["w"], key=tree["key"]))
     np.testing.assert_array_equal(jitted(tree), [0, 0, 2, 2])
+
+
+def test_a_model_holding_custom_jvp_activations_pickles():
+    """mt.nn.relu is a custom_jvp function; like a plain function it pickles by reference,
+    so a model holding it (as MLP's activation) round-trips through pickle."""
+    import pickle
+
+    assert pickle.loads(pickle.dumps(mt.nn.relu)) is mt.nn.relu
+    model = mt.nn.MLP(3, 2, width_size=4, depth=2, key=mt.random.key(0))
+    again = pickle.loads(pickle.dumps(model))
+    x = np.linspace(-1, 1, 3).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(again(x)), np.asarray(model(x)))
