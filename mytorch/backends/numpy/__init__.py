@@ -1,7 +1,7 @@
 """The NumPy (CPU) backend: eager kernels keyed by primitive.
 
-Elementwise primitives carry their NumPy function in mytorch/lax/elementwise.py; the larger
-kernels live in the modules of this package, which register them on import.
+Kernels live in the modules of this package (elementwise.py holds the table from elementwise
+primitive to NumPy function), which register them on import.
 """
 
 import numpy as np

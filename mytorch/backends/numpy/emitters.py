@@ -15,12 +15,13 @@ import math
 
 import numpy as np
 
+from mytorch.backends.numpy.elementwise import NUMPY_FNS
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Var
-from mytorch.lax.dot import dot_general_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as red
 from mytorch.lax import structural as st
+from mytorch.lax.dot import dot_general_p
 
 EMITTERS = {}
 _NATIVE = frozenset(np.dtype(t) for t in (
@@ -78,17 +79,9 @@ def inline_ok(eqn, v):
 
 
 def _register_ufuncs():
-    for prim in (p for p in _elementwise_prims() if isinstance(getattr(p, "numpy_fn", None),
-                                                               np.ufunc)):
-        if prim in (ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p,
-                    ew.nextafter_p):
-            continue  # kernels handle out-of-range shifts and bfloat16 steps
-        name = prim.numpy_fn.__name__
-        EMITTERS[prim] = _ufunc_emitter(name)
-
-
-def _elementwise_prims():
-    return [v for v in vars(ew).values() if getattr(v, "kind", None) == "elementwise"]
+    for prim, fn in NUMPY_FNS.items():
+        if isinstance(fn, np.ufunc) and prim is not ew.nextafter_p:  # bfloat16 in the kernel
+            EMITTERS[prim] = _ufunc_emitter(fn.__name__)
 
 
 _register_ufuncs()

@@ -8,6 +8,7 @@ from mytorch.backends.numpy import (  # noqa: F401
     control_flow_while,
     convolution,
     dot,
+    elementwise,
     indexing,
     prng,
     reductions,
