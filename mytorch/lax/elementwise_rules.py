@@ -10,6 +10,7 @@ differentiate again. Batching: every elementwise primitive batches as itself (se
 import math
 
 from mytorch.core import dtypes
+from mytorch.core.ad_util import add_any_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax._ad import (
     Zero, defjvp, defjvp_zero, deflinear, instantiate, is_undefined, unbroadcast, zero_out,
@@ -22,6 +23,7 @@ from mytorch.core.primitive import registry as _registry
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, defbroadcasting, moveaxis
 from mytorch.lax.structural import broadcast_in_dim
+from mytorch.transforms.simplify import lossless, producer, same, unit_rule
 
 
 def _c(x, value):
@@ -320,5 +322,44 @@ for _prim in _registry().values():
             _prim.def_batching(_bitcast_batching)
         else:
             defbroadcasting(_prim)
+
+# ---- simplification (read by mytorch.transforms.simplify) ----------------------------------
+def _neg_simplify(eqn, defs):
+    """neg(neg(x)) -> x."""
+    inner = producer(eqn.invars[0], defs, ew.neg_p)
+    return same(eqn, inner.invars[0]) if inner is not None else None
+
+
+def _convert_simplify(eqn, defs):
+    """convert to the operand's own type -> the operand; convert(convert(x, wider), d) ->
+    convert(x, d) when the middle type holds every value of x's type."""
+    (x,), out = eqn.invars, eqn.outvars[0]
+    if x.aval == out.aval:
+        return x
+    inner = producer(x, defs, ew.convert_element_type_p)
+    if inner is not None and lossless(inner.invars[0].aval.dtype, x.aval.dtype):
+        return eqn.replace(invars=inner.invars)
+    return None
+
+
+def _select_n_simplify(eqn, defs):
+    """select_n(which, x, x, ...) -> x."""
+    cases = eqn.invars[1:]
+    return same(eqn, cases[0]) if all(c is cases[0] for c in cases[1:]) else None
+
+
+def _integer_pow_simplify(eqn, defs):
+    """x ** 1 -> x."""
+    return same(eqn, eqn.invars[0]) if eqn.params["y"] == 1 else None
+
+
+for _prim, _rule in [
+    (ew.add_p, unit_rule(0, (0, 1))), (ew.sub_p, unit_rule(0, (1,))),
+    (ew.mul_p, unit_rule(1, (0, 1))), (ew.div_p, unit_rule(1, (1,))),
+    (add_any_p, unit_rule(0, (0, 1))), (ew.neg_p, _neg_simplify),
+    (ew.convert_element_type_p, _convert_simplify), (ew.select_n_p, _select_n_simplify),
+    (ew.integer_pow_p, _integer_pow_simplify),
+]:
+    _prim.def_rule("simplify", _rule)
 
 __all__ = ["trigamma"]

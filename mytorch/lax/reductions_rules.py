@@ -25,6 +25,7 @@ from mytorch.lax._ad import Zero, defjvp_zero, deflinear, zero_out
 from mytorch.lax._batching import shift_dims
 from mytorch.lax.elementwise import add, convert_element_type, div, eq, exp, log, mul, select, sub
 from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.simplify import same
 
 __all__ = ["associative_scan"]
 
@@ -249,3 +250,14 @@ for _p in (red.reduce_sum_p, red.reduce_prod_p, red.reduce_max_p, red.reduce_min
     _reducer_batching(_p)
 for _p in (red.cumsum_p, red.cumprod_p, red.cummax_p, red.cummin_p, red.cumlogsumexp_p):
     _cumulative_batching(_p)
+
+
+# ---- simplification (read by mytorch.transforms.simplify) ----------------------------------
+def _reduce_simplify(eqn, defs):
+    """A reduction over no axes -> its operand."""
+    return same(eqn, eqn.invars[0]) if eqn.params["axes"] == () else None
+
+
+for _p in (red.reduce_sum_p, red.reduce_prod_p, red.reduce_max_p, red.reduce_min_p,
+           red.reduce_and_p, red.reduce_or_p, red.reduce_xor_p):
+    _p.def_rule("simplify", _reduce_simplify)

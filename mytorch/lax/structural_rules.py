@@ -20,6 +20,9 @@ The batching rules (vmap) are at the end, with a table of how each works.
 
 import numpy as np
 
+from mytorch.core.ad_util import zeros_p
+from mytorch.core.array import scalar_array
+from mytorch.core.jaxpr import JaxprEqn, Literal
 from mytorch.core.trace import aval_of
 from mytorch.lax import structural as st
 from mytorch.lax._ad import defjvp_zero, deflinear, is_undefined
@@ -29,6 +32,7 @@ from mytorch.lax.elementwise import convert_element_type_p, select, sub
 from mytorch.lax.reductions import reduce_sum
 from mytorch.lax.structural import pad, reshape, rev, slice, transpose
 from mytorch.transforms.batching import unbatched_aval
+from mytorch.transforms.simplify import SplatRule, is_identity, producer, same
 
 
 def _fit(ct, aval):
@@ -247,3 +251,92 @@ st.slice_p.def_batching(_slice_batching)
 st.pad_p.def_batching(_pad_batching)
 st.concatenate_p.def_batching(_concatenate_batching)
 st.iota_p.def_batching(_iota_batching)
+
+
+# ---- simplification and splats (read by mytorch.transforms.simplify and .fold) -------------
+def _transpose_simplify(eqn, defs):
+    """transpose(transpose(x, p), q) -> transpose(x, p o q); the identity -> x."""
+    (x,), perm = eqn.invars, eqn.params["permutation"]
+    inner = producer(x, defs, st.transpose_p)
+    if inner is not None:
+        first = inner.params["permutation"]
+        x, perm = inner.invars[0], tuple(first[p] for p in perm)
+    if is_identity(perm):
+        return same(eqn, x)
+    if inner is not None:
+        return eqn.replace(invars=[x], params=dict(eqn.params, permutation=perm))
+    return None
+
+
+def _reshape_simplify(eqn, defs):
+    """reshape(reshape(x, s), t) -> reshape(x, t); to x's own shape -> x."""
+    (x,), dims = eqn.invars, eqn.params["dimensions"]
+    if dims is not None and is_identity(dims):
+        return eqn.replace(params=dict(eqn.params, dimensions=None))
+    inner = producer(x, defs, st.reshape_p) if dims is None else None
+    if inner is not None:
+        x, dims = inner.invars[0], inner.params["dimensions"]
+    if dims is None and x.aval.shape == eqn.params["new_sizes"]:
+        return same(eqn, x)
+    if inner is not None:
+        return eqn.replace(invars=[x], params=dict(eqn.params, dimensions=dims))
+    return None
+
+
+def _broadcast_in_dim_simplify(eqn, defs):
+    """A broadcast of a broadcast -> one broadcast; to x's own shape -> x."""
+    (x,), shape = eqn.invars, eqn.params["shape"]
+    if x.aval.shape == shape:  # increasing dims of an equal rank: the identity
+        return same(eqn, x)
+    inner = producer(x, defs, st.broadcast_in_dim_p)
+    if inner is None:
+        return None
+    outer_dims = eqn.params["broadcast_dimensions"]
+    dims = tuple(outer_dims[d] for d in inner.params["broadcast_dimensions"])
+    return eqn.replace(invars=inner.invars, params=dict(eqn.params, broadcast_dimensions=dims))
+
+
+def _unchanged_if(test):
+    """A "simplify" rule replacing the result by the first operand when `test(eqn)`."""
+    return lambda eqn, defs: same(eqn, eqn.invars[0]) if test(eqn) else None
+
+
+def _whole_slice(eqn):
+    p, x = eqn.params, eqn.invars[0]
+    return (not any(p["start_indices"]) and p["limit_indices"] == x.aval.shape
+            and (p["strides"] is None or all(s == 1 for s in p["strides"])))
+
+
+st.transpose_p.def_rule("simplify", _transpose_simplify)
+st.reshape_p.def_rule("simplify", _reshape_simplify)
+st.broadcast_in_dim_p.def_rule("simplify", _broadcast_in_dim_simplify)
+st.squeeze_p.def_rule("simplify", _unchanged_if(lambda eqn: not eqn.params["dimensions"]))
+st.rev_p.def_rule("simplify", _unchanged_if(lambda eqn: not eqn.params["dimensions"]))
+st.slice_p.def_rule("simplify", _unchanged_if(_whole_slice))
+st.pad_p.def_rule("simplify", _unchanged_if(
+    lambda eqn: not any(any(c) for c in eqn.params["padding_config"])))
+st.concatenate_p.def_rule("simplify", _unchanged_if(lambda eqn: len(eqn.invars) == 1))
+
+
+def _make_splat(lit, out, source_info):
+    """`out` = `lit` broadcast to out's shape."""
+    params = {"shape": out.aval.shape, "broadcast_dimensions": ()}
+    return JaxprEqn(st.broadcast_in_dim_p, [lit], params, [out], source_info)
+
+
+def _broadcast_scalar(eqn):
+    x = eqn.invars[0]
+    return x if type(x) is Literal else None
+
+
+def _zeros_scalar(eqn):
+    aval = eqn.outvars[0].aval.update(shape=())
+    make = weak_scalar if aval.weak_type else scalar_array
+    try:
+        return Literal(make(0, aval.dtype), aval)
+    except (TypeError, ValueError):  # a dtype without a 0-d zero
+        return None
+
+
+st.broadcast_in_dim_p.def_rule("splat", SplatRule(_broadcast_scalar, _make_splat))
+zeros_p.def_rule("splat", SplatRule(_zeros_scalar, _make_splat))

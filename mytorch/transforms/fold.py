@@ -13,7 +13,8 @@ result's variable itself):
         f:f32[3] = mul e d
       in (f,) }
 
-Splats (a `broadcast_in_dim` of a Literal, or `zeros`: every element is one known scalar)
+Splats (an equation whose primitive's "splat" rule, a `SplatRule`, names the one known
+scalar of every element: a `broadcast_in_dim` of a Literal, or `zeros`, registered in lax)
 are not turned into constants, which would cost memory where a broadcast is cheap; they
 are folded symbolically instead: an elementwise equation of splats and Literals becomes a
 splat of its value computed on the scalars, and a splat operand of an elementwise equation
@@ -34,7 +35,6 @@ report. The constants that folded equations read are left in place: `dce_closed`
 them, as it drops splats that nothing reads any more.
 """
 
-from mytorch.core.ad_util import zeros_p
 from mytorch.core.jaxpr import ClosedJaxpr, JaxprEqn, Literal, Var
 from mytorch.core.trace import EVAL_TRACE, set_current_trace
 from mytorch.transforms.inline import open_jaxpr, rebuilt, rename_all, renamed
@@ -123,10 +123,8 @@ class _Folder:
 
     def __init__(self, known, max_size, max_expand):
         self.known, self.splats, self.refused = known, {}, set()
+        self.makers = {}  # {splat Var: the make function of its producer's SplatRule}
         self.max_size, self.max_expand = max_size, max_expand
-        from mytorch.lax.structural import broadcast_in_dim_p  # lax sits above transforms
-
-        self.broadcast_p = broadcast_in_dim_p
 
     def foldable(self, eqn):
         prim = eqn.primitive
@@ -158,15 +156,12 @@ class _Folder:
         out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
         if out is None or type(out) is not Var or not out.aval.shape:
             return False
-        if eqn.primitive is self.broadcast_p and type(eqn.invars[0]) is Literal:
-            self.splats[out] = eqn.invars[0]
-            return True
-        if eqn.primitive is zeros_p:
-            zero = _run(zeros_p, [], dict(eqn.params, shape=()))
-            if zero is not None:
-                self.splats[out] = Literal(zero[0], out.aval.update(shape=()))
-                return True
-        return False
+        rule = eqn.primitive.rules.get("splat")
+        lit = rule.scalar(eqn) if rule is not None else None
+        if lit is None:
+            return False
+        self.splats[out], self.makers[out] = lit, rule.make
+        return True
 
     def fold_splats(self, eqn):
         """`eqn` with splat operands folded: a new equation (or `eqn`), or a pair
@@ -180,11 +175,13 @@ class _Folder:
         scalars = [splats.get(v, v) for v in eqn.invars]
         out = eqn.outvars[0]
         if all(type(v) is Literal for v in scalars):
-            return self.splat_of_scalars(eqn, scalars, out)
+            make = next(self.makers[v] for v in eqn.invars if v in splats)
+            return self.splat_of_scalars(eqn, scalars, out, make)
         return self.scalar_operands(eqn, scalars, out)
 
-    def splat_of_scalars(self, eqn, scalars, out):
-        """An elementwise `eqn` of splats and Literals, computed once on the scalars."""
+    def splat_of_scalars(self, eqn, scalars, out, make):
+        """An elementwise `eqn` of splats and Literals, computed once on the scalars (the
+        new splat is built by `make`, from an operand's SplatRule)."""
         res = _run(eqn.primitive, [v.val for v in scalars], eqn.params)
         aval = out.aval.update(shape=())
         if res is None or res[0].aval.strip_weak() != aval.strip_weak():
@@ -192,10 +189,8 @@ class _Folder:
         lit = Literal(res[0], aval)
         if not out.aval.shape:
             return out, lit
-        self.splats[out] = lit
-        return JaxprEqn(self.broadcast_p, [lit],
-                        dict(shape=out.aval.shape, broadcast_dimensions=()), [out],
-                        eqn.source_info)
+        self.splats[out], self.makers[out] = lit, make
+        return make(lit, out, eqn.source_info)
 
     def scalar_operands(self, eqn, scalars, out):
         """`eqn` reading its splat operands as Literals, when the result is unchanged (some
