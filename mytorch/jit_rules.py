@@ -9,13 +9,12 @@ Each rule's traced result is cached per (jaxpr, pattern), so repeated eager call
 """
 
 import functools
-import sys
 import time
 from collections import OrderedDict
 
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefined
 from mytorch.core.array import ArrayImpl
-from mytorch.core.backend import default_device
+from mytorch.core.backend import CompileOptions, default_device
 from mytorch.core.config import config
 from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr, sub_jaxprs
 from mytorch.core.primitive import Primitive
@@ -78,15 +77,18 @@ class _DonatedBuffer:
 class Executable:
     """A compiled jaxpr: `call(arrays) -> arrays`, plus its generated text and timings."""
 
-    def __init__(self, fn, text, jaxpr, device, donated, name, timings):
-        self.fn, self.text, self.jaxpr, self.device = fn, text, jaxpr, device
-        self.donated = tuple(donated)
-        self.name, self.timings = name, timings
+    def __init__(self, fn, text, jaxpr, options, timings):
+        self.fn, self.text, self.jaxpr, self.options = fn, text, jaxpr, options
+        self.device, self.name = options.device, options.name
+        self.donated = options.donated_flags(len(jaxpr.jaxpr.invars))
+        self.timings = timings
         self.out_weak = tuple(a.weak_type for a in jaxpr.out_avals)
+        self._donate = self.device.backend.donate
 
     def call(self, args):
         if any(self.donated):
-            bufs = [_take(a, self.name) if d else a._buf for a, d in zip(args, self.donated)]
+            bufs = [_take(a, self.name, self._donate) if d else a._buf
+                    for a, d in zip(args, self.donated)]
         else:
             bufs = [a._buf for a in args]
         outs = self.fn(*bufs)
@@ -102,7 +104,7 @@ class Executable:
         bufs = []
         for i, (a, d) in enumerate(zip(names, self.donated)):
             if d:
-                lines.append(f"    b{i} = _take({a}, _name)")
+                lines.append(f"    b{i} = _take({a}, _name, _donate)")
                 bufs.append(f"b{i}")
             else:
                 bufs.append(f"{a}._buf")
@@ -118,7 +120,8 @@ class Executable:
         else:
             lines.append(f"    return unflatten(tree, [{', '.join(wraps)}])")
         ns = {"fn": self.fn, "AI": ArrayImpl, "dev": self.device, "_take": _take,
-              "_name": self.name, "unflatten": tree_unflatten, "tree": out_tree}
+              "_donate": self._donate, "_name": self.name, "unflatten": tree_unflatten,
+              "tree": out_tree}
         exec(compile("\n".join(lines), f"<jit runner {self.name}>", "exec"), ns)
         return ns["run"]
 
@@ -129,31 +132,26 @@ def _flat_structure(kind, n):
     return tree_structure(kind(range(n)))
 
 
-def _take(array, name):
+def _take(array, name, donate):
     """The buffer of a donated array, which the compiled code may overwrite: the array
-    itself is invalidated. A buffer something else may still read (a view, a base of
-    views, or shared with another array) is copied first."""
-    import numpy as np
-
+    itself is invalidated, and its device's backend decides whether the buffer can be
+    reused or must be copied first (`donate`, given the only reference left)."""
     buf = array._buf
-    # references: the array's slot, `buf`, getrefcount's argument; any other is a sharer
-    if type(buf) is not np.ndarray or buf.base is not None or not buf.flags.writeable \
-            or sys.getrefcount(buf) > 3:
-        buf = buf.copy()
     array._buf = _DonatedBuffer(name)
-    return buf
+    return donate(buf)
 
 
 def compile_closed(closed, donated, name, device):
     """Optimise `closed` and compile it for `device`: an Executable."""
+    options = CompileOptions(device=device, donated=donated, debug_nans=config.debug_nans,
+                             name=name)
     t0 = time.perf_counter()
     opt = _optimize(closed)
     t1 = time.perf_counter()
-    fn, text = device.backend.compile(opt.jaxpr, opt.consts, donated, name,
-                                      debug_nans=config.debug_nans)
+    fn, text = device.backend.compile(opt.jaxpr, opt.consts, options)
     t2 = time.perf_counter()
     timings = {"optimize_ms": 1e3 * (t1 - t0), "codegen_ms": 1e3 * (t2 - t1)}
-    return Executable(fn, text, opt, device, donated, name, timings)
+    return Executable(fn, text, opt, options, timings)
 
 
 def _optimize(closed):

@@ -1,9 +1,14 @@
 """The backend registry: devices, buffers, eager kernels and compilers, keyed by platform.
 
-Backends (mytorch/backends/*) register themselves here; core never imports them.
+Backends (mytorch/backends/*) register themselves here; core never imports them. A backend
+compiles a jaxpr through `compile(jaxpr, consts, CompileOptions(...))`.
 """
 
+import dataclasses
+
 import numpy as np
+
+from mytorch.core.source_info import user_error
 
 _BACKENDS = {}
 
@@ -23,8 +28,75 @@ class Device:
         return (get_device, (self.platform, self.id))
 
 
+@dataclasses.dataclass(frozen=True, init=False)
+class CompileOptions:
+    """How to compile one jaxpr of n inputs: hashable, so it can key a compilation cache.
+
+    device:     the Device the code runs on (None: the backend's choice).
+    donated:    n bools, input i may be overwritten by the code; () donates nothing.
+    axis_env:   ((axis name, size), ...) of the mapped axes the code runs under (a
+                hashable name, a positive int size; pmap's, empty elsewhere).
+    debug_nans: check every equation's result for a NaN that its inputs did not have.
+    name:       the function's name, shown in the generated code and in errors.
+    """
+
+    device: object = None
+    donated: tuple = ()
+    axis_env: tuple = ()
+    debug_nans: bool = False
+    name: str = "f"
+
+    def __init__(self, *, device=None, donated=(), axis_env=(), debug_nans=False, name="f"):
+        where = f"CompileOptions(name={name!r})"
+        if not isinstance(name, str) or not name:
+            raise user_error(TypeError, f"{where}: name must be a non-empty str")
+        if device is not None and not isinstance(device, Device):
+            raise user_error(TypeError, f"{where}: device must be a Device or None, got "
+                                        f"{type(device).__name__}")
+        if not isinstance(debug_nans, (bool, np.bool_)):
+            raise user_error(TypeError, f"{where}: debug_nans must be a bool, got "
+                                        f"{type(debug_nans).__name__}")
+        donated = tuple(donated)
+        bad = [d for d in donated if not isinstance(d, (bool, np.bool_))]
+        if bad:
+            raise user_error(TypeError, f"{where}: donated must hold one bool per input, got "
+                                        f"{type(bad[0]).__name__} {bad[0]!r}")
+        axis_env = tuple(tuple(pair) if isinstance(pair, (tuple, list)) else pair
+                         for pair in axis_env)
+        for pair in axis_env:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and _hashable(pair[0])
+                    and isinstance(pair[1], int) and not isinstance(pair[1], bool)
+                    and pair[1] >= 1):
+                raise user_error(ValueError, f"{where}: axis_env must hold (name, size) pairs "
+                                             f"with a positive int size, got {pair!r}")
+        names = [n for n, _ in axis_env]
+        if len(set(names)) != len(names):
+            raise user_error(ValueError, f"{where}: axis_env names an axis twice: {names}")
+        for field, value in (("device", device), ("donated", tuple(map(bool, donated))),
+                             ("axis_env", axis_env), ("debug_nans", bool(debug_nans)),
+                             ("name", name)):
+            object.__setattr__(self, field, value)
+
+    def donated_flags(self, n):
+        """One bool per input of a jaxpr of `n` inputs (all False where none is donated)."""
+        if not self.donated:
+            return (False,) * n
+        if len(self.donated) != n:
+            raise user_error(ValueError, f"compile({self.name}): donated has "
+                                         f"{len(self.donated)} flags for a jaxpr of {n} inputs")
+        return self.donated
+
+
+def _hashable(x):
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
 class Backend:
-    """Base class of a backend: buffers, eager kernels, and (later) a compiler."""
+    """Base class of a backend: buffers, eager kernels, donation, and a compiler."""
 
     platform = None
 
@@ -67,15 +139,43 @@ class Backend:
         """Make a kernel's result an array buffer of exactly `dtype`."""
         raise NotImplementedError
 
-    def compile(self, jaxpr, consts, donated, name, debug_nans=False):
-        """Compile `jaxpr` (its constvars bound to `consts`): returns (fn, text) where
-        fn(*buffers) -> list of buffers and text is what `lower(...).as_text()` shows.
-        `donated[i]`: input i may be overwritten."""
+    def donate(self, buf):
+        """A buffer with `buf`'s contents that compiled code may overwrite: `buf` itself
+        where nothing else can read it, else a copy. The caller (jit, for a donated input)
+        passes its only reference. This default keeps `buf`: right for a backend whose
+        compiled code never writes its inputs."""
+        return buf
+
+    def compile(self, jaxpr, consts, options):
+        """Compile `jaxpr` (its constvars bound to `consts`) as `options` (CompileOptions)
+        say: returns (fn, text), fn(*buffers) -> list of buffers, and text what
+        `lower(...).as_text()` shows. Checks the options against the jaxpr, then calls
+        `generate`, which each backend with a compiler implements."""
+        if not isinstance(options, CompileOptions):
+            raise user_error(TypeError, f"compile: options must be a CompileOptions, got "
+                                        f"{type(options).__name__}")
+        options.donated_flags(len(jaxpr.invars))
+        if len(consts) != len(jaxpr.constvars):
+            raise user_error(ValueError, f"compile({options.name}): {len(consts)} constants "
+                                         f"for a jaxpr of {len(jaxpr.constvars)} constvars")
+        if options.device is not None and options.device.backend is not self:
+            raise user_error(ValueError, f"compile({options.name}): the {self.platform} "
+                                         f"backend cannot compile for {options.device!r}")
+        return self.generate(jaxpr, consts, options)
+
+    def generate(self, jaxpr, consts, options):
+        """The backend's compiler behind `compile` (options already checked)."""
         raise NotImplementedError(f"the {self.platform} backend has no compiler")
 
 
 def register_backend(backend):
+    """Make `backend` the one for its platform."""
     _BACKENDS[backend.platform] = backend
+
+
+def unregister_backend(platform):
+    """Remove the backend of `platform` (a no-op where there is none)."""
+    _BACKENDS.pop(platform, None)
 
 
 def get_backend(platform=None):

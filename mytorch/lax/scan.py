@@ -20,8 +20,11 @@ import numpy as np
 from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
+from mytorch.core.array import ArrayImpl
 from mytorch.core.aval import ShapedArray
-from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
+from mytorch.core.backend import CompileOptions, default_device
+from mytorch.core.config import config
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
@@ -101,26 +104,30 @@ def scan_loop(body, num_consts, num_carry, length, reverse, y_specs, *args):
 _COMPILED, _EAGER_COMPILE_MIN_LENGTH = {}, 16
 
 
-def _compiled_body(jaxpr):
-    """The body compiled by the NumPy backend (cached per jaxpr), or None."""
-    from mytorch.core.backend import default_device
-    from mytorch.core.config import config
-
-    device = default_device()
-    if device.platform != "cpu" or config.debug_nans:  # debug_nans checks op by op
+def _compiled_body(jaxpr, device):
+    """The body compiled by `device`'s backend (cached per jaxpr and device), or None under
+    debug_nans, which checks op by op."""
+    if config.debug_nans:
         return None
-    fn = _COMPILED.get(jaxpr)
+    options = CompileOptions(device=device, name="scan_body")
+    fn = _COMPILED.get((jaxpr, options))
     if fn is None:
-        from mytorch.core.jaxpr import ClosedJaxpr
-        from mytorch.transforms.optimize import optimize
+        from mytorch.transforms.optimize import optimize  # optimize's passes import lax
 
         closed = optimize(ClosedJaxpr(jaxpr, []))
-        fn, _ = device.backend.compile(closed.jaxpr, closed.consts,
-                                       (False,) * len(jaxpr.invars), "scan_body")
+        fn, _ = device.backend.compile(closed.jaxpr, closed.consts, options)
         if len(_COMPILED) >= 64:
             _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[jaxpr] = fn
+        _COMPILED[jaxpr, options] = fn
     return fn
+
+
+def _device_of(args):
+    """The device of the first array operand (the default device where there is none)."""
+    for a in args:
+        if isinstance(a, ArrayImpl):
+            return a.device
+    return default_device()
 
 
 @scan_p.def_impl
@@ -129,7 +136,8 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     body jaxpr once per step. The ys are stacked in NumPy buffers."""
     out_avals = [v.aval for v in jaxpr.outvars]
     y_specs = [(a.shape, np.dtype(a.dtype)) for a in out_avals[num_carry:]]
-    body = _compiled_body(jaxpr) if length >= _EAGER_COMPILE_MIN_LENGTH else None
+    body = (_compiled_body(jaxpr, _device_of(args)) if length >= _EAGER_COMPILE_MIN_LENGTH
+            else None)
     if body is not None:
         outs = scan_loop(body, num_consts, num_carry, length, reverse, y_specs,
                          *[np.asarray(a) for a in args])

@@ -39,12 +39,12 @@ while_tape_p = Primitive("while_tape", multiple_results=True, kind="call")
 tape_scan_p = Primitive("tape_scan", multiple_results=True, kind="call")
 
 
-def _numpy_fn(jaxpr):
-    """`jaxpr` as a function of NumPy buffers returning a list of buffers: compiled by the
-    backend (cached), or evaluated equation by equation where it cannot be."""
+def _numpy_fn(jaxpr, device):
+    """`jaxpr` as a function of NumPy buffers returning a list of buffers: compiled by
+    `device`'s backend (cached), or evaluated equation by equation where it cannot be."""
     from mytorch.lax.scan import _compiled_body
 
-    fn = _compiled_body(jaxpr)
+    fn = _compiled_body(jaxpr, device)
     if fn is not None:
         return fn
     return lambda *xs: [np.asarray(o._buf) for o in eval_jaxpr(jaxpr, [], *map(as_array, xs))]
@@ -70,8 +70,9 @@ def _while_tape_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body
 def _while_tape_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, num_carry,
                      batch_shape, every):
     bufs = [np.asarray(a._buf) for a in args]
-    outs = run_while_tape(_numpy_fn(cond_jaxpr), _numpy_fn(body_jaxpr), cond_nconsts,
-                          body_nconsts, num_carry, batch_shape, every, bufs)
+    device = args[0].device
+    outs = run_while_tape(_numpy_fn(cond_jaxpr, device), _numpy_fn(body_jaxpr, device),
+                          cond_nconsts, body_nconsts, num_carry, batch_shape, every, bufs)
     avals = [v.aval for v in body_jaxpr.outvars[:num_carry]]
     return [*[as_array(o, a) for o, a in zip(outs, avals)], as_array(outs[-1])]
 
@@ -170,7 +171,7 @@ def _tape_scan_abstract_eval(tape, *avals, jaxpr, num_consts, num_carry, reverse
 @tape_scan_p.def_impl
 def _tape_scan_impl(*args, jaxpr, num_consts, num_carry, reverse, batch_shape):
     bufs = [np.asarray(a._buf) for a in args]
-    outs = run_tape_scan(_numpy_fn(jaxpr), num_consts, reverse, batch_shape,
+    outs = run_tape_scan(_numpy_fn(jaxpr, args[0].device), num_consts, reverse, batch_shape,
                          _n_rows(jaxpr, num_consts, num_carry, batch_shape), bufs)
     return [as_array(o, v.aval) for o, v in zip(outs, jaxpr.outvars)]
 

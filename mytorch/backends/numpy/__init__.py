@@ -4,6 +4,8 @@ Kernels live in the modules of this package (elementwise.py holds the table from
 primitive to NumPy function), which register them on import.
 """
 
+import sys
+
 import numpy as np
 
 from mytorch.core.backend import Backend, Device, register_backend
@@ -38,11 +40,20 @@ class NumpyBackend(Backend):
             return buf.astype(dtype)
         return buf
 
-    def compile(self, jaxpr, consts, donated, name, debug_nans=False):
+    def donate(self, buf):
+        """`buf` itself where nothing else can read it, else a copy: a view, the base of
+        views, a read-only array or one that another array shares is copied first."""
+        # references: the caller's, this argument, getrefcount's; any other is a sharer
+        if type(buf) is not np.ndarray or buf.base is not None or not buf.flags.writeable \
+                or sys.getrefcount(buf) > 3:
+            return buf.copy()
+        return buf
+
+    def generate(self, jaxpr, consts, options):
         """Generate NumPy code for `jaxpr`: (fn(*buffers) -> list of buffers, source)."""
         from mytorch.backends.numpy.codegen import generate
 
-        return generate(jaxpr, consts, donated, name, self, debug_nans)
+        return generate(jaxpr, consts, options, self)
 
 
 numpy_backend = NumpyBackend()

@@ -27,6 +27,7 @@ import numpy as np
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
+from mytorch.core.backend import CompileOptions
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.while_tape import prune_tape_rows
 
@@ -93,8 +94,8 @@ class Generator:
         """Compile `jaxpr` (its constvars bound to `consts`) into its own generated function
         and return the global name it has in this code: control-flow emitters call it (in
         a loop, or per branch) on NumPy buffers; it returns a list of buffers."""
-        fn, text = generate(jaxpr, list(consts), (False,) * len(jaxpr.invars),
-                            f"{self.name}_{name}", self.backend, self.debug_nans)
+        options = CompileOptions(name=f"{self.name}_{name}", debug_nans=self.debug_nans)
+        fn, text = generate(jaxpr, list(consts), options, self.backend)
         glob = self.hoist(fn, name)
         self.sub_texts.append(text)
         return glob
@@ -395,10 +396,12 @@ def _nan_check(where, outs, ins):
                 "code)")
 
 
-def generate(jaxpr, consts, donated, name, backend, debug_nans=False):
-    """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`."""
+def generate(jaxpr, consts, options, backend):
+    """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`,
+    compiled as `options` (a CompileOptions) say."""
+    name, donated = options.name, options.donated_flags(len(jaxpr.invars))
     jaxpr = prepare(prune_tape_rows(jaxpr))
-    gen = Generator(jaxpr, consts, donated, _identifier(name), debug_nans, backend)
+    gen = Generator(jaxpr, consts, donated, _identifier(name), options.debug_nans, backend)
     gen.emit_all()
     src = gen.source()
     code = compile(src, f"<jit {name}>", "exec")
