@@ -109,16 +109,16 @@ def _compiled_body(jaxpr, device):
     debug_nans, which checks op by op."""
     if config.debug_nans:
         return None
-    options = CompileOptions(device=device, name="scan_body")
-    fn = _COMPILED.get((jaxpr, options))
+    fn = _COMPILED.get((jaxpr, device))
     if fn is None:
         from mytorch.transforms.optimize import optimize  # optimize's passes import lax
 
         closed = optimize(ClosedJaxpr(jaxpr, []))
+        options = CompileOptions(device=device, name="scan_body")
         fn, _ = device.backend.compile(closed.jaxpr, closed.consts, options)
         if len(_COMPILED) >= 64:
             _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[jaxpr, options] = fn
+        _COMPILED[jaxpr, device] = fn
     return fn
 
 
