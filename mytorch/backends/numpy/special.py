@@ -8,7 +8,18 @@ import numpy as np
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 _erfc_scalar = np.frompyfunc(math.erfc, 1, 1)
-_lgamma_scalar = np.frompyfunc(lambda v: math.lgamma(v) if v == v else v, 1, 1)
+
+
+def _lgamma1(v):
+    if math.isnan(v):
+        return v
+    try:
+        return math.lgamma(v)
+    except OverflowError:  # |x| near float64's max: the result is beyond it
+        return math.inf
+
+
+_lgamma_scalar = np.frompyfunc(_lgamma1, 1, 1)
 
 
 def _f64(x):
