@@ -258,3 +258,23 @@ def test_an_eager_scan_asks_its_operands_backend(recording):
     assert names == ["scan_body"]
     (_, options), = recording.compiled
     assert options.device is dev and options.donated == () and not options.debug_nans
+
+
+def test_an_eager_while_loop_gradient_asks_its_operands_backend(recording):
+    """Reverse mode of an eager while_loop compiles its tape's cond and body on the
+    operands' device; the gradient is the closed-form product of the step derivatives."""
+    dev = recording.devices()[0]
+
+    def f(x):
+        return mt.lax.while_loop(lambda c: c[1] < 5,
+                                 lambda c: (mnp.sin(c[0]) * 1.5, c[1] + 1), (x, 0))[0]
+
+    x0 = np.float32(0.3)
+    g = mt.grad(f)(mt.device_put(mnp.asarray(x0), dev))
+    c, want = np.float64(x0), 1.0
+    for _ in range(5):
+        want *= 1.5 * np.cos(c)
+        c = 1.5 * np.sin(c)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5)
+    assert recording.compiled
+    assert all(o.device is dev and o.donated == () for _, o in recording.compiled)
