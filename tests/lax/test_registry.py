@@ -21,6 +21,8 @@ REQUIRED["call"] = EAGER + ("batching",)
 REQUIRED["collective"] = ("abstract eval", "jvp", "batching")
 # random-bit primitives hash integers: no derivative (integer tangents are symbolic zeros)
 REQUIRED["random"] = EAGER + ("batching",)
+# every backend lowers every elementwise primitive (the CuPy one through a C expression)
+REQUIRED["elementwise"] += ("cuda expression",)
 CALL_RULES = {
     "custom_jvp_call": ("jvp",),
     "custom_vjp_call": ("jvp",),
@@ -40,6 +42,12 @@ def test_primitive_has_required_rules(name, kind, have):
     required += CALL_RULES.get(name, ())
     missing = [rule for rule in required if not have[rule]]
     assert not missing, f"primitive '{name}' ({kind}) lacks: {', '.join(missing)}"
+
+
+def test_backend_columns_apply_by_kind():
+    for name, kind, have in registry_table.rows():
+        assert isinstance(have["cpu kernel"], bool), name
+        assert (have["cuda expression"] is None) == (kind != "elementwise"), name
 
 
 def test_docs_table_is_current():
