@@ -18,6 +18,7 @@ nothing else references join that pool. Reshapes, transposes, slices and broadca
 NumPy views.
 """
 
+import dataclasses
 import functools
 import itertools
 import re
@@ -27,7 +28,6 @@ import numpy as np
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
-from mytorch.core.backend import CompileOptions
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.while_tape import prune_tape_rows
 
@@ -51,9 +51,10 @@ except ImportError:  # pragma: no cover - other NumPy versions
 class Generator:
     """Generates the source of one function computing `jaxpr`; see the module docstring."""
 
-    def __init__(self, jaxpr, consts, donated, name, debug_nans=False, backend=None):
-        self.jaxpr, self.name, self.debug_nans = jaxpr, name, debug_nans
-        self.backend = backend
+    def __init__(self, jaxpr, consts, options, backend):
+        donated, debug_nans = options.donated_flags(len(jaxpr.invars)), options.debug_nans
+        self.jaxpr, self.name, self.debug_nans = jaxpr, _identifier(options.name), debug_nans
+        self.options, self.backend = options, backend
         self.ns = {"np": np, "_errset": _errset, "_errreset": _errreset, "_IGNORE": _IGNORE,
                    **RUNTIME}
         self.lines, self.names = [], {}
@@ -94,7 +95,7 @@ class Generator:
         """Compile `jaxpr` (its constvars bound to `consts`) into its own generated function
         and return the global name it has in this code: control-flow emitters call it (in
         a loop, or per branch) on NumPy buffers; it returns a list of buffers."""
-        options = CompileOptions(name=f"{self.name}_{name}", debug_nans=self.debug_nans)
+        options = dataclasses.replace(self.options, donated=(), name=f"{self.name}_{name}")
         fn, text = generate(jaxpr, list(consts), options, self.backend)
         glob = self.hoist(fn, name)
         self.sub_texts.append(text)
@@ -398,13 +399,13 @@ def _nan_check(where, outs, ins):
 
 def generate(jaxpr, consts, options, backend):
     """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`,
-    compiled as `options` (a CompileOptions) say."""
-    name, donated = options.name, options.donated_flags(len(jaxpr.invars))
+    compiled as `options` (a CompileOptions) say; sub-functions inherit them, donating
+    nothing."""
     jaxpr = prepare(prune_tape_rows(jaxpr))
-    gen = Generator(jaxpr, consts, donated, _identifier(name), options.debug_nans, backend)
+    gen = Generator(jaxpr, consts, options, backend)
     gen.emit_all()
     src = gen.source()
-    code = compile(src, f"<jit {name}>", "exec")
+    code = compile(src, f"<jit {options.name}>", "exec")
     exec(code, gen.ns)
     return gen.ns[gen.name], src
 
