@@ -44,7 +44,8 @@ MAX_EXPAND_SIZE = 64
 _NEVER_FOLDED_KINDS = frozenset({"collective", "call", "random"})
 
 
-def fold_constants(closed, max_size=MAX_FOLD_SIZE, max_expand=MAX_EXPAND_SIZE):
+def fold_constants(closed, max_size=MAX_FOLD_SIZE, max_expand=MAX_EXPAND_SIZE,
+                   literals_only=False):
     """Evaluate equations whose operands are all Literals or constants, and fold splats.
 
     Args:
@@ -52,6 +53,9 @@ def fold_constants(closed, max_size=MAX_FOLD_SIZE, max_expand=MAX_EXPAND_SIZE):
       max_size: fold only equations whose results hold at most this many elements.
       max_expand: fold an equation whose results are larger than its operands only
         when its results hold at most this many elements.
+      literals_only: fold only equations whose results are all 0-d (they become
+        Literals), so that no constvar is added: the jaxpr a loop or a branch calls keeps
+        its signature.
 
     Returns:
       A value of the argument's kind (ClosedJaxpr or (Jaxpr, consts)), with the same
@@ -78,7 +82,8 @@ def fold_constants(closed, max_size=MAX_FOLD_SIZE, max_expand=MAX_EXPAND_SIZE):
         if consts is None:
             raise TypeError("fold_constants needs a ClosedJaxpr or a (Jaxpr, consts) pair, "
                             "got a bare Jaxpr")
-    folder = _Folder(dict(zip(jaxpr.constvars, consts, strict=True)), max_size, max_expand)
+    folder = _Folder(dict(zip(jaxpr.constvars, consts, strict=True)), max_size, max_expand,
+                     literals_only)
     constvars, consts = list(jaxpr.constvars), list(consts)
     subst, eqns, known = {}, [], folder.known
     for eqn in jaxpr.eqns:
@@ -121,10 +126,11 @@ def _run(prim, args, params):
 class _Folder:
     """What is known so far: constants ({Var: array}) and splats ({Var: Literal})."""
 
-    def __init__(self, known, max_size, max_expand):
+    def __init__(self, known, max_size, max_expand, literals_only):
         self.known, self.splats, self.refused = known, {}, set()
         self.makers = {}  # {splat Var: the make function of its producer's SplatRule}
         self.max_size, self.max_expand = max_size, max_expand
+        self.literals_only = literals_only
 
     def foldable(self, eqn):
         prim = eqn.primitive
@@ -134,6 +140,8 @@ class _Folder:
         """The concrete results of `eqn`, whose operands are all known, if it is to be
         folded into constants; else None."""
         if not self.foldable(eqn) or self.is_splat_source(eqn):
+            return None
+        if self.literals_only and any(v.aval.ndim for v in eqn.outvars):
             return None
         known = self.known
         in_size = sum(v.aval.size for v in eqn.invars)

@@ -4,6 +4,10 @@ and the trace-time check for Python loops that unrolled into huge programs.
     inline calls (all but prevent_cse ones: checkpoint)
       -> simplify -> fold constants -> simplify -> CSE -> DCE
       -> inline the remaining calls -> DCE
+      -> the same pipeline on every jaxpr held in an equation's params, recursively
+
+Simplification and folding apply the rules that the primitives register ("simplify",
+"splat"); the passes themselves know no primitive.
 
 Simplification runs again after folding: folding turns computed constants into literals
 (`maxval - minval` of a uniform draw becomes 1.0), which exposes new no-ops (`x * 1.0`).
@@ -12,6 +16,12 @@ Checkpointed blocks are inlined only after CSE, so their recomputation in the ba
 pass is not merged back into the forward pass (which would keep the intermediates alive:
 the memory that checkpoint was asked to save); a checkpoint with `prevent_cse=False` is
 inlined with the other calls.
+
+The jaxprs that calls and loops hold (cond branches, while cond and body, scan bodies, tape
+loops' bodies, calls that could not be inlined) keep their signature: the primitive that
+holds one relies on its constvars, invars and outvars (a loop's carries), so inside them
+folding makes Literals only (no new constants) and DCE keeps every output. Dropping unread
+loop outputs or operands is the lowering's business (it knows the loop's invariants).
 """
 
 import collections
@@ -20,9 +30,9 @@ import os
 from mytorch.core import staging
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr
 from mytorch.transforms.cse import cse
-from mytorch.transforms.dce import dce_closed
+from mytorch.transforms.dce import dce_closed, dce_jaxpr
 from mytorch.transforms.fold import fold_constants
-from mytorch.transforms.inline import inline_all, inline_calls
+from mytorch.transforms.inline import inline_all, inline_calls, rebuilt
 from mytorch.transforms.simplify import simplify
 
 UNROLL_THRESHOLD = 1000
@@ -46,7 +56,8 @@ def optimize(closed):
     Returns:
       A new ClosedJaxpr with the same inputs and outputs (same avals) computing the same
       values, without inlinable calls, dead code, duplicated work, foldable constants and
-      algebraic no-ops. With `staging.CHECK_EVERY_JAXPR` on, the result is type-checked.
+      algebraic no-ops, at the top level and inside the jaxprs its equations hold. With
+      `staging.CHECK_EVERY_JAXPR` on, the result is type-checked.
 
     >>> import mytorch as mt, mytorch.numpy as mnp
     >>> f = lambda x: mnp.sin(x) * 1.0 + mnp.sin(x)
@@ -64,9 +75,81 @@ def optimize(closed):
     out = cse(out)
     out = dce_closed(out)
     out = dce_closed(inline_calls(out, inline_all))
+    inner = _optimize_held(out.jaxpr, {})
+    if inner is not out.jaxpr:
+        out = ClosedJaxpr(inner, out.consts)
     if staging.CHECK_EVERY_JAXPR:
         check_jaxpr(out)
     return out
+
+
+def optimize_body(body, memo=None):
+    """The optimisation pipeline on a jaxpr that an equation holds, keeping its signature.
+
+    Args:
+      body: a Jaxpr or ClosedJaxpr (a branch, a loop body ...).
+      memo: {id(jaxpr): (jaxpr, optimised)} shared across one program, so that a jaxpr
+        held twice is optimised once and stays one object.
+
+    Returns:
+      A value of `body`'s kind with the same constvars (and consts), invars and outvars
+      (same avals), computing the same values; `body` itself when nothing changed.
+    """
+    memo = {} if memo is None else memo
+    hit = memo.get(id(body))
+    if hit is None:
+        hit = memo[id(body)] = (body, _optimize_body(body, memo))
+    return hit[1]
+
+
+def _optimize_body(body, memo):
+    closed = isinstance(body, ClosedJaxpr)
+    jaxpr = body.jaxpr if closed else body
+    out = simplify(inline_calls(jaxpr, inline_early))
+    if closed or not out.constvars:  # a bare Jaxpr's constvars have no known values
+        consts = body.consts if closed else []
+        out, _ = fold_constants((out, consts), literals_only=True)
+        out = simplify(out)
+    out = dce_jaxpr(cse(out))
+    out = dce_jaxpr(inline_calls(out, inline_all))
+    out = _optimize_held(out, memo)
+    if _same_program(out, jaxpr):
+        return body
+    return ClosedJaxpr(out, body.consts) if closed else out
+
+
+def _same_program(a, b):
+    return (a is b or (len(a.eqns) == len(b.eqns) and a.outvars == b.outvars
+                       and a.constvars == b.constvars
+                       and all(x is y for x, y in zip(a.eqns, b.eqns))))
+
+
+def _optimize_held(jaxpr, memo):
+    """`jaxpr` with every jaxpr held in its equations' params optimised (`optimize_body`);
+    `jaxpr` itself when none changed."""
+    eqns, changed = [], False
+    for eqn in jaxpr.eqns:
+        params = None
+        for name, value in eqn.params.items():
+            new = _optimize_value(value, memo)
+            if new is not value:
+                params = dict(eqn.params) if params is None else params
+                params[name] = new
+        if params is not None:
+            eqn, changed = eqn.replace(params=params), True
+        eqns.append(eqn)
+    return rebuilt(jaxpr, eqns, jaxpr.outvars) if changed else jaxpr
+
+
+def _optimize_value(value, memo):
+    """A param value with the jaxprs in it (alone or in a tuple) optimised."""
+    if isinstance(value, (Jaxpr, ClosedJaxpr)):
+        return optimize_body(value, memo)
+    if type(value) is tuple and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
+        new = tuple(optimize_body(v, memo) if isinstance(v, (Jaxpr, ClosedJaxpr)) else v
+                    for v in value)
+        return value if all(a is b for a, b in zip(new, value)) else new
+    return value
 
 
 def unroll_warning(closed, threshold=UNROLL_THRESHOLD, chain=UNROLL_CHAIN):
