@@ -50,7 +50,9 @@ SHIFTS = [ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p
 
 
 def edge_values(dt):
-    """Edge values of `dt`: zeros, +-1, limits, and for floats +-inf, NaN, halves, tiny."""
+    """Edge values of `dt` (zeros, +-1, limits, and for floats +-inf, NaN, halves, tiny),
+    then a few seeded random ones (spread over the exponents for floats)."""
+    rng = np.random.default_rng(15)
     if dt == np.bool_:
         return np.array([False, True])
     if dt.kind in "iu":
@@ -61,13 +63,15 @@ def edge_values(dt):
             vals += [-1, -2, -7, -100, info.min, info.min + 1]
         else:
             vals += [1 << (bits - 1)]
-        return np.array(vals, dtype=dt)
+        rand = rng.integers(info.min, info.max, 6, dtype=dt, endpoint=True)
+        return np.concatenate([np.array(vals, dtype=dt), rand])
     f = np.finfo(np.float32 if dt == BF16 else dt)
     vals = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.1, 3.7, -3.7, 0.999, 11.0,
             -7.5, 100.25, 1e30, -1e30, np.inf, -np.inf, np.nan, float(f.max), -float(f.max),
             float(f.tiny)]
+    rand = rng.standard_normal(6) * np.exp2(rng.integers(-30, 30, 6))
     with np.errstate(all="ignore"):
-        out = np.array(vals, dtype=np.float64).astype(dt)
+        out = np.concatenate([vals, rand]).astype(dt)
     if dt != BF16:
         out = np.append(out, np.array(f.smallest_subnormal, dt))
     return out
@@ -223,6 +227,12 @@ def test_bitcast_width_changes_match_numpy(cc, tmp_path):
     key=lambda p: p.name), ids=lambda p: p.name)
 def test_every_elementwise_primitive_has_an_expression(prim):
     assert cx.has_expression(prim)
+
+
+def test_numpy_lgamma_overflows_to_inf():
+    # lgamma(x) >= x (log x - 1) for x >= e, beyond float64's max here
+    x = np.array([1e306, 1.7e308, np.finfo(np.float64).max])
+    np.testing.assert_array_equal(numpy_backend.kernel(ew.lgamma_p)(x), np.full(3, np.inf))
 
 
 def test_unsupported_dtype_names_the_primitive_and_dtype():

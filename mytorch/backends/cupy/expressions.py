@@ -7,7 +7,9 @@ type `ctype(out_dtype)`. It needs `PRELUDE` (helpers named `mt_*`), which is C t
 both as CUDA C++ and, given CUDA's half-precision names, as host C. No CuPy import here.
 
 The semantics, dtype by dtype, are the NumPy kernels':
-- float16 and bfloat16 are computed in float32 and rounded once (round to nearest even);
+- float16 and bfloat16 are computed in float32 and rounded once (round to nearest even),
+  except float16's integer_pow with a negative exponent, `1 / x**n` with `x**n` rounded to
+  float16 first (NumPy computes that power in float16);
 - signed integer arithmetic wraps (computed in unsigned); `x / 0` and `x % 0` are 0, and
   `MIN / -1` is MIN; division rounds toward zero, the remainder has the sign of `x`;
 - shifts by a negative amount or by at least the bit width give 0 (an arithmetic right
@@ -285,6 +287,10 @@ def expression(prim, in_dtypes, out_dtype, **params):
             bits, nan = _HALF[dt][2], _HALF[dt][4]
             return (f"{_HALF[dt][3]}(mt_next16({bits}({{0}}), {bits}({{1}}), {to_f}({{0}}), "
                     f"{to_f}({{1}}), {nan}, {int(dt == _F16)}))")
+        if prim is ew.integer_pow_p and dt == _F16 and params["y"] < 0:
+            # NumPy's 1 / x**n: the power is rounded to float16 before the division
+            power = f"{to_f}({from_f}(mt_ipow_f32({to_f}({{0}}), {-int(params['y'])})))"
+            return f"{from_f}(1.0f / {power})"
         inner = expression(prim, [np.float32] * nargs, np.float32, **params)
         if dt == _F16:  # NumPy's float16 max/min keep the first operand when equal
             inner = inner.replace("mt_max_f32", "mt_max1_f32").replace("mt_min_f32", "mt_min1_f32")
