@@ -127,29 +127,27 @@ def _same_program(a, b):
 def _optimize_held(jaxpr, memo):
     """`jaxpr` with every jaxpr held in its equations' params optimised (`optimize_body`);
     `jaxpr` itself when none changed."""
-    eqns, changed = [], False
-    for eqn in jaxpr.eqns:
+    eqns, changed = list(jaxpr.eqns), False
+    for i, eqn in enumerate(eqns):
         params = None
         for name, value in eqn.params.items():
-            new = _optimize_value(value, memo)
+            kind = type(value)  # the common params (ints, shapes, dtypes) cost one test
+            if kind is tuple and not _HELD.isdisjoint(map(type, value)):
+                new = tuple(optimize_body(v, memo) if type(v) in _HELD else v for v in value)
+                new = value if all(a is b for a, b in zip(new, value)) else new
+            elif kind in _HELD:
+                new = optimize_body(value, memo)
+            else:
+                continue
             if new is not value:
                 params = dict(eqn.params) if params is None else params
                 params[name] = new
         if params is not None:
-            eqn, changed = eqn.replace(params=params), True
-        eqns.append(eqn)
+            eqns[i], changed = eqn.replace(params=params), True
     return rebuilt(jaxpr, eqns, jaxpr.outvars) if changed else jaxpr
 
 
-def _optimize_value(value, memo):
-    """A param value with the jaxprs in it (alone or in a tuple) optimised."""
-    if isinstance(value, (Jaxpr, ClosedJaxpr)):
-        return optimize_body(value, memo)
-    if type(value) is tuple and any(isinstance(v, (Jaxpr, ClosedJaxpr)) for v in value):
-        new = tuple(optimize_body(v, memo) if isinstance(v, (Jaxpr, ClosedJaxpr)) else v
-                    for v in value)
-        return value if all(a is b for a, b in zip(new, value)) else new
-    return value
+_HELD = frozenset({Jaxpr, ClosedJaxpr})
 
 
 def unroll_warning(closed, threshold=UNROLL_THRESHOLD, chain=UNROLL_CHAIN):
