@@ -10,8 +10,9 @@ Operands match when they are the same Var, or Literals of the same dtype, weak t
 value (0.0 and -0.0 differ). Params match by value where they are hashable (ints,
 tuples, dtypes) and by identity otherwise (jaxprs, callables, arrays). Effectful
 equations (and calls whose jaxprs hold one), calls with `prevent_cse=True` (checkpoint: the
-recomputation is the point) and random-number primitives (kind "random"; none exist yet)
-are never merged.
+recomputation is the point) and random-bit primitives (kind "random": threefry2x32) are
+never merged. Equations inside the jaxprs that calls and loops hold are merged there, by
+`optimize` running this pass on each of them.
 """
 
 import math

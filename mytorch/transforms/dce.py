@@ -4,7 +4,8 @@ An equation stays when an output of the jaxpr needs one of its results, or when 
 an effect: its primitive is `effectful` (a debug callback must run even though nobody
 reads its result), or it is a call (a primitive with an `inline_param`) whose jaxpr holds
 an effectful equation. The operands of kept equations are live in turn. Sub-jaxprs held
-in params are not themselves pruned.
+in params are not pruned here: `optimize` runs `dce_jaxpr` on each, which keeps every
+output (a loop body's carries), so their signatures never change.
 """
 
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, sub_jaxprs
