@@ -93,7 +93,8 @@ def optimize_body(body, memo=None):
 
     Returns:
       A value of `body`'s kind with the same constvars (and consts), invars and outvars
-      (same avals), computing the same values; `body` itself when nothing changed.
+      (same avals), computing the same values; `body` itself when nothing changed. With
+      `staging.CHECK_EVERY_JAXPR` on, a changed body is type-checked.
     """
     memo = {} if memo is None else memo
     hit = memo.get(id(body))
@@ -115,7 +116,10 @@ def _optimize_body(body, memo):
     out = _optimize_held(out, memo)
     if _same_program(out, jaxpr):
         return body
-    return ClosedJaxpr(out, body.consts) if closed else out
+    out = ClosedJaxpr(out, body.consts) if closed else out
+    if staging.CHECK_EVERY_JAXPR:
+        check_jaxpr(out)
+    return out
 
 
 def _same_program(a, b):
