@@ -18,7 +18,8 @@ class Primitive:
     Attributes:
       name: the name printed in jaxprs.
       multiple_results: whether `bind` returns a list.
-      rules: {rule name: function}: "jvp", "transpose", "batching", ...
+      rules: {rule name: function}: "jvp", "transpose", "batching", ...; also the jit
+        passes' rewrites: "simplify" and "splat" (see mytorch/transforms/simplify.py).
       lowerings: {platform: eager kernel} for kernels that live with the primitive
         (elementwise ops); larger kernels are registered by the backends.
       kind: a short tag ("elementwise", "structural", "reduction", "linear", "call", ...)
