@@ -32,7 +32,8 @@ from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
 from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import as_array
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_flat
+from mytorch.transforms.fixpoint import fixpoint
+from mytorch.transforms.jvp import jvp_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 from mytorch.transforms.transpose import backward_pass
 
@@ -172,46 +173,37 @@ def _result_avals(jaxpr, num_carry, length):
 def _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz):
     """Trace the JVP of the body in scan layout: consts + const tangents, carry + carry
     tangents (those flagged in carry_nz, instantiated), xs + xs tangents -> carry, carry
-    tangents, ys, nonzero ys tangents. Returns (jaxpr, consts, out_nonzero)."""
-    avals = [v.aval for v in jaxpr.invars]
+    tangents (of the carry_nz carries and any the body makes nonzero), ys, nonzero ys
+    tangents. Returns (jaxpr, consts, out_nonzero)."""
     nz = [*nonzero[:num_consts], *carry_nz, *nonzero[num_consts + num_carry:]]
-    c_av, k_av, x_av = _groups(avals, num_consts, num_carry)
-    c_nz, k_nz, x_nz = _groups(nz, num_consts, num_carry)
-    layout = []  # (group avals, group nonzero flags) in argument order
-    for av, flags in ((c_av, c_nz), (k_av, k_nz), (x_av, x_nz)):
-        layout += [av, [tangent_aval(a) for a, f in zip(av, flags) if f]]
-    store = {}
-
-    def fun(*args):
-        it = iter(args)
-        primals, tangents = [], []
-        for av, flags in ((c_av, c_nz), (k_av, k_nz), (x_av, x_nz)):
-            ps = [next(it) for _ in av]
-            ts = [next(it) if f else None for f in flags]
-            primals += ps
-            tangents += [t if f else Zero(tangent_aval(a)) for t, f, a in zip(ts, flags, av)]
-        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), primals, tangents)
-        out_nz = [type(t) is not Zero for t in t_outs]
-        store["out_nz"] = out_nz
-        carry_t = [instantiate(t) for t, f in zip(t_outs[:num_carry], carry_nz) if f]
-        ys_t = [t for t in t_outs[num_carry:] if type(t) is not Zero]
-        return [*outs[:num_carry], *carry_t, *outs[num_carry:], *ys_t]
-
-    flat_avals = [a for group in layout for a in group]
-    new_jaxpr, consts = trace_closed_over(fun, flat_avals, "scan_jvp")
-    return new_jaxpr, consts, store["out_nz"]
+    n_ys = len(jaxpr.outvars) - num_carry
+    body, consts, out_nz = jvp_jaxpr(jaxpr, nz, [*carry_nz, *[False] * n_ys], "scan_jvp")
+    n_c, n = len(consts), len(jaxpr.invars)
+    primals, t_in = body.invars[n_c:n_c + n], iter(body.invars[n_c + n:])
+    tangents = [next(t_in) if f else None for f in nz]
+    invars = list(body.invars[:n_c])
+    n_ck = num_consts + num_carry
+    for lo, hi in ((0, num_consts), (num_consts, n_ck), (n_ck, n)):
+        invars += [*primals[lo:hi], *[t for t in tangents[lo:hi] if t is not None]]
+    m = len(jaxpr.outvars)
+    t_out = iter(body.outvars[m:])
+    t_outs = [next(t_out) if f else None for f in out_nz]
+    outvars = []
+    for lo, hi in ((0, num_carry), (num_carry, m)):
+        outvars += [*body.outvars[lo:hi], *[t for t in t_outs[lo:hi] if t is not None]]
+    return Jaxpr([], invars, body.eqns, outvars, body.debug_name), consts, out_nz
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
     nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
                for p, t in zip(primals, tangents)]
-    carry_nz = list(nonzero[num_consts:num_consts + num_carry])
-    while True:  # a carry tangent that the body makes nonzero must be carried
+
+    def step(carry_nz):  # a carry tangent that the body makes nonzero must be carried
         body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz)
-        new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
-        if new == carry_nz:
-            break
-        carry_nz = new
+        return [a or b for a, b in zip(carry_nz, out_nz)], (body, body_consts, out_nz)
+
+    carry_nz, (body, body_consts, out_nz) = fixpoint(
+        step, nonzero[num_consts:num_consts + num_carry], name="scan_jvp")
     consts, init, xs = _groups(primals, num_consts, num_carry)
     c_t, k_t, x_t = _groups(tangents, num_consts, num_carry)
     c_nz, _, x_nz = _groups(nonzero, num_consts, num_carry)

@@ -33,7 +33,8 @@ from mytorch.lax.tape import TAPE_DTYPE, tape_aval
 from mytorch.lax.while_tape import tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_flat, look_through
+from mytorch.transforms.fixpoint import fixpoint
+from mytorch.transforms.jvp import jvp_jaxpr, look_through
 
 __all__ = ["while_loop", "while_p"]
 
@@ -176,42 +177,35 @@ def _jvp_body(body_jaxpr, avals, nz_consts, nz_carry):
 
     Returns (jaxpr, consts, out_nonzero): the jaxpr takes consts, body consts, nonzero
     const tangents, carries, nonzero carry tangents, and returns carries followed by the
-    tangents of the `nz_carry` carries; `out_nonzero` flags outputs whose tangent is not
-    symbolically zero.
+    tangents of the `nz_carry` carries; `out_nonzero` flags those outputs and any whose
+    tangent the body makes nonzero.
     """
     nb = len(nz_consts)
-    store = {}
-
-    def fun(*xs):
-        it = iter(xs)
-        bc = [next(it) for _ in range(nb)]
-        bc_t = [next(it) if nz else Zero(tangent_aval(a))
-                for a, nz in zip(avals[:nb], nz_consts)]
-        carry = [next(it) for _ in avals[nb:]]
-        carry_t = [next(it) if nz else Zero(tangent_aval(a))
-                   for a, nz in zip(avals[nb:], nz_carry)]
-        outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), bc + carry,
-                                bc_t + carry_t, "while_jvp")
-        store["nz"] = [type(t) is not Zero for t in t_outs]
-        return [*outs, *[instantiate(t) for t, nz in zip(t_outs, nz_carry) if nz]]
-
-    t = [tangent_aval(a) for a in avals]
-    in_avals = [*avals[:nb], *[a for a, nz in zip(t[:nb], nz_consts) if nz],
-                *avals[nb:], *[a for a, nz in zip(t[nb:], nz_carry) if nz]]
-    jaxpr, consts = trace_closed_over(fun, in_avals, "while_body_jvp")
-    return jaxpr, consts, store["nz"]
+    body, consts, out_nz = jvp_jaxpr(body_jaxpr, [*nz_consts, *nz_carry], nz_carry,
+                                     "while_body_jvp", avals)
+    n_c, n = len(consts), len(avals)
+    primals, tangents = body.invars[n_c:n_c + n], body.invars[n_c + n:]
+    n_bt = sum(nz_consts)
+    invars = [*body.invars[:n_c], *primals[:nb], *tangents[:n_bt], *primals[nb:],
+              *tangents[n_bt:]]
+    m = len(nz_carry)
+    t_out = iter(body.outvars[m:])
+    t_outs = [next(t_out) if f else None for f in out_nz]  # out_nz holds every nz_carry
+    outvars = [*body.outvars[:m], *[t for t, nz in zip(t_outs, nz_carry) if nz]]
+    return Jaxpr([], invars, body.eqns, outvars, body.debug_name), consts, out_nz
 
 
 def _jvp_fixpoint(body_jaxpr, avals, nz_consts, nz_carry):
     """Grow the set of carries with nonzero tangents until the body preserves it."""
     diff = [is_differentiable(a) for a in avals[len(nz_consts):]]
-    nz_carry = [nz and d for nz, d in zip(nz_carry, diff)]
-    while True:
+
+    def step(nz_carry):
         jaxpr, consts, out_nz = _jvp_body(body_jaxpr, avals, nz_consts, nz_carry)
-        new = [(a or b) and d for a, b, d in zip(nz_carry, out_nz, diff)]
-        if new == nz_carry:
-            return jaxpr, consts, nz_carry
-        nz_carry = new
+        return [(a or b) and d for a, b, d in zip(nz_carry, out_nz, diff)], (jaxpr, consts)
+
+    nz_carry, (jaxpr, consts) = fixpoint(step, [nz and d for nz, d in zip(nz_carry, diff)],
+                                         name="while_jvp")
+    return jaxpr, consts, nz_carry
 
 
 def _with_unused(jaxpr, extra_avals):

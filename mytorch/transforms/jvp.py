@@ -10,6 +10,7 @@ tangents are all zero is bound on the primals alone, so stopped and unused value
 nothing, and results with a zero tangent leave the JVP trace (they are constants to it).
 """
 
+from mytorch.core import ad_util
 from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, tangent_aval,
 )
@@ -93,35 +94,54 @@ def jvp_flat(fun, primals, tangents, name="jvp"):
     return primals_out, tangents_out
 
 
-__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "Zero", "add_tangents", "instantiate",
-           "is_differentiable"]
+__all__ = ["JVPTrace", "JVPTracer", "jvp_flat", "jvp_jaxpr", "Zero", "add_tangents",
+           "instantiate", "is_differentiable"]
 
 
-def jvp_call_jaxpr(jaxpr, avals, nonzero, name):
-    """The JVP of a call primitive's constant-free `jaxpr`, traced to a new one.
+def jvp_jaxpr(jaxpr, nonzeros, instantiate, name="jvp", avals=None):
+    """The JVP of a constant-free `jaxpr`, traced to a new one.
 
     Args:
-      jaxpr: the called Jaxpr (no constvars).
-      avals: the primal input avals.
-      nonzero: per input, whether its tangent is an input of the result (else zero).
+      jaxpr: a Jaxpr without constvars, of n inputs and m outputs.
+      nonzeros: n flags: whether an input's tangent is an input of the result (else zero).
+      instantiate: a bool, or m flags: whether an output's tangent is an output of the
+        result even when it is symbolically zero (then as zeros).
+      name: the debug name of the result.
+      avals: the n primal input avals (default: those of `jaxpr.invars`).
 
     Returns:
-      (jaxpr, consts): the new jaxpr takes consts, the primals, then the nonzero tangents,
-      and returns the primal outputs followed by one tangent per output.
+      (jvp, consts, out_nonzeros): `jvp` takes the captured `consts`, the n primals, then
+      the tangents flagged in `nonzeros` (tangent avals, in input order); it returns the m
+      primal outputs, then the tangents of the outputs flagged in `out_nonzeros` (those
+      with a nonzero tangent or `instantiate`d), in output order.
     """
     from mytorch.core.jaxpr import eval_jaxpr
     from mytorch.transforms.closure import trace_closed_over
 
-    n = len(avals)
+    avals = [v.aval for v in jaxpr.invars] if avals is None else list(avals)
+    n, m = len(avals), len(jaxpr.outvars)
+    inst = [instantiate] * m if isinstance(instantiate, bool) else list(instantiate)
+    store = {}
 
     def jvp_fun(*xs):
         ts_in = iter(xs[n:])
-        ts = [next(ts_in) if nz else Zero(a) for a, nz in zip(avals, nonzero)]
+        ts = [next(ts_in) if nz else Zero(tangent_aval(a)) for a, nz in zip(avals, nonzeros)]
         outs, t_outs = jvp_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), list(xs[:n]), ts)
-        return [*outs, *[instantiate(t) for t in t_outs]]
+        out_nz = [type(t) is not Zero or i for t, i in zip(t_outs, inst, strict=True)]
+        store["out_nz"] = out_nz
+        return [*outs, *[ad_util.instantiate(t) for t, f in zip(t_outs, out_nz) if f]]
 
-    t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzero) if nz]
-    return trace_closed_over(jvp_fun, [*avals, *t_avals], name)
+    t_avals = [tangent_aval(a) for a, nz in zip(avals, nonzeros, strict=True) if nz]
+    new, consts = trace_closed_over(jvp_fun, [*avals, *t_avals], name)
+    return new, consts, store["out_nz"]
+
+
+def jvp_call_jaxpr(jaxpr, avals, nonzero, name):
+    """`jvp_jaxpr` of a call primitive's `jaxpr` with every output tangent instantiated:
+    (jaxpr, consts), the new jaxpr taking consts, the primals (of `avals`), then the
+    `nonzero` tangents, and returning the primal outputs followed by one tangent each."""
+    new, consts, _ = jvp_jaxpr(jaxpr, nonzero, True, name, avals)
+    return new, consts
 
 
 def look_through(x):
