@@ -247,13 +247,12 @@ def _split_body(jaxpr, num_consts, num_carry, unknowns):
     [const residuals, unknown consts], [unknown carry], [stacked residuals, unknown xs].
     """
     c_unk, k_unk, x_unk = _groups(unknowns, num_consts, num_carry)
-    while True:
-        known, staged, out_unk, num_res = partial_eval_jaxpr(
-            jaxpr, [*c_unk, *k_unk, *x_unk], _save_all)
-        new = [a or b for a, b in zip(k_unk, out_unk[:num_carry])]
-        if new == k_unk:
-            break
-        k_unk = new
+
+    def step(k_unk):
+        split = partial_eval_jaxpr(jaxpr, [*c_unk, *k_unk, *x_unk], _save_all)
+        return [a or b for a, b in zip(k_unk, split[2])], split
+
+    k_unk, (known, staged, out_unk, num_res) = fixpoint(step, k_unk, name="scan_split")
     n_known_out = len(known.outvars) - num_res
     known_out, residuals = list(known.outvars[:n_known_out]), list(known.outvars[n_known_out:])
     res_in = list(staged.invars[:num_res])  # the staged body's variables for the residuals
@@ -384,8 +383,9 @@ def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carr
     n_rc, n_lc = len(res_c_avals), len(lin_c_avals)
     n_rx = len(x_lin) - sum(x_lin)
     linear_in = [*c_lin, *[True] * num_carry, *x_lin]
-    zero = list(ct_zero)
-    while True:
+
+    def step(carried):  # the carries with a nonzero cotangent (the rest are left out)
+        zero = [not c for c in carried]
         n_k = num_carry - sum(zero)
         store = {}
 
@@ -411,10 +411,11 @@ def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carr
                     + [a for a, lin in zip(x_avals, x_lin) if not lin]
                     + [v.aval for v in jaxpr.outvars[num_carry:]])
         t_jaxpr, t_consts = trace_closed_over(body, in_avals, "scan_transpose")
-        new = [z and oz for z, oz in zip(zero, store["out_zero"])]
-        if new == zero:
-            return t_jaxpr, t_consts, zero
-        zero = new
+        return [c or not oz for c, oz in zip(carried, store["out_zero"])], (t_jaxpr, t_consts)
+
+    carried, (t_jaxpr, t_consts) = fixpoint(step, [not z for z in ct_zero],
+                                            name="scan_transpose")
+    return t_jaxpr, t_consts, [not c for c in carried]
 
 
 def carry_cotangents(carried, init_lin, zero):
@@ -493,15 +494,14 @@ def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, re
     batched carries (a fixpoint: a carry the body batches is batched) at 0."""
     c_args, k_args, x_args = _groups(args, num_consts, num_carry)
     c_dims, k_dims, x_dims = _groups(dims, num_consts, num_carry)
-    carry_b = [d is not not_mapped for d in k_dims]
     xs_b = [d is not not_mapped for d in x_dims]
-    while True:
-        body, consts, k_out_b, y_b = _batch_body(jaxpr, axis, num_consts, num_carry,
-                                                 c_dims, carry_b, xs_b)
-        new = [a or b for a, b in zip(carry_b, k_out_b)]
-        if new == carry_b:
-            break
-        carry_b = new
+
+    def step(carry_b):
+        out = _batch_body(jaxpr, axis, num_consts, num_carry, c_dims, carry_b, xs_b)
+        return [a or b for a, b in zip(carry_b, out[2])], out
+
+    carry_b, (body, consts, _, y_b) = fixpoint(
+        step, [d is not not_mapped for d in k_dims], name="scan_batching")
     init = [bdim_at_front(a, d, axis.size) if b else a
             for a, d, b in zip(k_args, k_dims, carry_b)]
     xs = [a if d is not_mapped else bdim_to(a, d, 1, axis.size)

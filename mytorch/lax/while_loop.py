@@ -245,14 +245,14 @@ while_p.def_jvp(_while_jvp)
 def _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims, carry_dims):
     """Which carries must be batched (fixpoint over the body), and whether the predicate is
     batched. Batched carries are kept at dimension 0."""
-    batched = [d is not not_mapped for d in carry_dims]
-    while True:
+
+    def step(batched):
         dims = [0 if b else not_mapped for b in batched]
         _, _, out_dims = batch_jaxpr(body_jaxpr, axis, [*bc_dims, *dims])
-        new = [b or d is not not_mapped for b, d in zip(batched, out_dims)]
-        if new == batched:
-            break
-        batched = new
+        return [b or d is not not_mapped for b, d in zip(batched, out_dims)], dims
+
+    batched, dims = fixpoint(step, [d is not not_mapped for d in carry_dims],
+                             name="while_batching")
     _, _, (pred_dim,) = batch_jaxpr(cond_jaxpr, axis, [*cc_dims, *dims])
     pred_batched = pred_dim is not not_mapped
     return ([True] * len(batched) if pred_batched else batched), pred_batched
@@ -373,13 +373,11 @@ def _split_body(body_jaxpr, n_bc, bc_uk, carry_uk):
     """
     from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
-    while True:
-        known, staged, out_uk, nres = partial_eval_jaxpr(body_jaxpr, [*bc_uk, *carry_uk],
-                                                         _everything)
-        new = [a or b for a, b in zip(carry_uk, out_uk)]
-        if new == carry_uk:
-            break
-        carry_uk = new
+    def step(carry_uk):
+        split = partial_eval_jaxpr(body_jaxpr, [*bc_uk, *carry_uk], _everything)
+        return [a or b for a, b in zip(carry_uk, split[2])], split
+
+    carry_uk, (known, staged, out_uk, nres) = fixpoint(step, carry_uk, name="while_split")
     n_out = len(known.outvars) - nres
     outs, res = iter(known.outvars[:n_out]), known.outvars[n_out:]
     known_carry, forced = [], []  # forced: unknown carries the known part computes

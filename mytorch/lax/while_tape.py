@@ -32,6 +32,7 @@ from mytorch.lax._utils import buffer_owners, unaliased
 from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
+from mytorch.transforms.fixpoint import fixpoint
 
 __all__ = ["while_tape_p", "tape_scan_p", "run_tape_scan", "prune_tape_rows"]
 
@@ -215,14 +216,14 @@ def _tape_scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, reverse,
     n_xs = len(jaxpr.invars) - num_consts - num_carry
     nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
                for p, t in zip(args, t_args)] + [False] * n_xs
-    carry_nz = nonzero[num_consts:num_consts + num_carry]
-    while True:
+
+    def step(carry_nz):
         body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero,
                                               carry_nz)
-        new = [a or b for a, b in zip(carry_nz, out_nz)]
-        if new == carry_nz:
-            break
-        carry_nz = new
+        return [a or b for a, b in zip(carry_nz, out_nz)], (body, body_consts)
+
+    carry_nz, (body, body_consts) = fixpoint(step, nonzero[num_consts:num_consts + num_carry],
+                                             name="tape_scan_jvp")
     consts, init = args[:num_consts], args[num_consts:]
     const_t = [t for t, f in zip(t_args[:num_consts], nonzero) if f]
     init_t = [instantiate(t) for t, f in zip(t_args[num_consts:], carry_nz) if f]
@@ -254,14 +255,14 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
     n_xs = len(jaxpr.invars) - num_consts - num_carry
     size = axis.size
     if tape_dim is not_mapped:
-        carry_b = [d is not not_mapped for d in k_dims]
-        while True:
+
+        def step(carry_b):
             body, b_consts, k_out_b, _ = _batch_body(jaxpr, axis, num_consts, num_carry,
                                                      c_dims, carry_b, [False] * n_xs)
-            new = [a or b for a, b in zip(carry_b, k_out_b)]
-            if new == carry_b:
-                break
-            carry_b = new
+            return [a or b for a, b in zip(carry_b, k_out_b)], (body, b_consts)
+
+        carry_b, (body, b_consts) = fixpoint(step, [d is not not_mapped for d in k_dims],
+                                             name="tape_scan_batching")
         init = [bdim_at_front(a, d, size) if b else a
                 for a, d, b in zip(carry, k_dims, carry_b)]
         outs = tape_scan_p.bind(tape, *b_consts, *consts, *init, jaxpr=body,
