@@ -12,6 +12,7 @@ from mytorch.backends.numpy.emitters import EMITTERS
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from mytorch.lax.scan import scan_loop, scan_p
 from mytorch.transforms.dce import dce_jaxpr
+from mytorch.transforms.fixpoint import fixpoint
 
 __all__ = ["prune_scan"]
 
@@ -26,15 +27,16 @@ def prune_scan(params, used_outs):
     outputs flagged in `used_outs`. A carry stays when its result is used or when the body
     reads it to compute something that stays (a fixpoint); unread consts and xs go."""
     jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
-    keep_carry, keep_ys = list(used_outs[:ncar]), list(used_outs[ncar:])
-    while True:
+    keep_ys = list(used_outs[ncar:])
+
+    def step(keep_carry):
         outs = [v for v, k in zip(jaxpr.outvars, keep_carry + keep_ys) if k]
         body = dce_jaxpr(Jaxpr([], jaxpr.invars, jaxpr.eqns, outs, jaxpr.debug_name))
         read = _read_vars(body)
         new = [k or v in read for k, v in zip(keep_carry, jaxpr.invars[nc:nc + ncar])]
-        if new == keep_carry:
-            break
-        keep_carry = new
+        return new, (body, read)
+
+    keep_carry, (body, read) = fixpoint(step, used_outs[:ncar], name="prune_scan")
     used_in = ([v in read for v in jaxpr.invars[:nc]] + keep_carry
                + [v in read for v in jaxpr.invars[nc + ncar:]])
     body = Jaxpr([], [v for v, u in zip(jaxpr.invars, used_in) if u], body.eqns, body.outvars,
