@@ -114,23 +114,12 @@ def train(args, progress=True):
             "steps": steps_per_epoch * args.epochs, "params": nn.count_params(model)}
 
 
-class _NoBar:
-    def set_postfix(self, **kw):
-        pass
-
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
 def _progress(total, enabled):
-    if not enabled:
-        return _NoBar()
+    """A tqdm progress bar over `total` steps (silent when not `enabled`)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="training", unit="step", file=sys.stdout)
+    return tqdm(total=total, desc="training", unit="step", file=sys.stdout,
+                disable=not enabled)
 
 
 def parse_args(argv=None):

@@ -186,23 +186,12 @@ def train(args, progress=True):
     return result
 
 
-class _NoBar:
-    def set_postfix(self, **kw):
-        pass
-
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
 def _progress(total, enabled):
-    if not enabled:
-        return _NoBar()
+    """A tqdm progress bar over `total` steps (silent when not `enabled`)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="training", unit="step", file=sys.stdout)
+    return tqdm(total=total, desc="training", unit="step", file=sys.stdout,
+                disable=not enabled)
 
 
 def _plot(history, path):
