@@ -6,6 +6,8 @@ layers are ReLU, the last layer gives logits; the loss is the mean softmax cross
 against one-hot labels y f32[batch, classes].
 """
 
+import math
+
 import numpy as np
 
 from benchmarks.workloads._libs import f32
@@ -67,3 +69,25 @@ def numpy_grads(params, x, y):
             np.multiply(dh, h > 0, out=dh)  # ReLU: h > 0 exactly where the input was
             dz = dh
     return grads
+
+
+def adam_in_place(params, grads, m, v, t, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """Adam step t (1-based) in place on params and the moments m, v, with the bias
+    corrections folded into the step size and epsilon (lr_t = lr sqrt(1 - b2^t) /
+    (1 - b1^t), eps_t = eps sqrt(1 - b2^t): the same update as lr m_hat / (sqrt(v_hat) +
+    eps)); each gradient buffer is the scratch space."""
+    c2 = math.sqrt(1 - b2**t)
+    lr_t, eps_t = lr * c2 / (1 - b1**t), eps * c2
+    for p, g, mi, vi in zip(params, grads, m, v, strict=True):
+        mi *= b1
+        g *= 1 - b1
+        mi += g  # m = b1 m + (1 - b1) g
+        vi *= b2
+        g *= g
+        g *= (1 - b2) / (1 - b1) ** 2
+        vi += g  # v = b2 v + (1 - b2) g^2
+        np.sqrt(vi, out=g)
+        g += eps_t
+        np.divide(mi, g, out=g)
+        g *= lr_t
+        p -= g

@@ -11,7 +11,6 @@ hand-written in-place NumPy Adam step.
 The step takes and returns (params, m, v) (Adam moments); t, the step number, is 1.
 """
 
-import math
 
 import numpy as np
 
@@ -26,25 +25,9 @@ LR, B1, B2, EPS = 1e-3, 0.9, 0.999, 1e-8
 
 
 def numpy_step(params, m, v, t, x, y):
-    """Adam step in place on (params, m, v), with the bias corrections folded into the
-    step size and epsilon (lr_t = lr sqrt(1 - b2^t) / (1 - b1^t), eps_t = eps
-    sqrt(1 - b2^t): the same update as lr m_hat / (sqrt(v_hat) + eps)); each gradient
-    buffer is the scratch space. Returns (params, m, v)."""
-    c2 = math.sqrt(1 - B2**t)
-    lr_t, eps_t = LR * c2 / (1 - B1**t), EPS * c2
-    for p, g, mi, vi in zip(params, _mlp.numpy_grads(params, x, y), m, v, strict=True):
-        mi *= B1
-        g *= 1 - B1
-        mi += g  # m = b1 m + (1 - b1) g
-        vi *= B2
-        g *= g
-        g *= (1 - B2) / (1 - B1) ** 2
-        vi += g  # v = b2 v + (1 - b2) g^2
-        np.sqrt(vi, out=g)
-        g += eps_t
-        np.divide(mi, g, out=g)
-        g *= lr_t
-        p -= g
+    """Adam step in place on (params, m, v) (see `_mlp.adam_in_place`); returns
+    (params, m, v)."""
+    _mlp.adam_in_place(params, _mlp.numpy_grads(params, x, y), m, v, t, LR, B1, B2, EPS)
     return params, m, v
 
 

@@ -23,7 +23,6 @@ and int32 labels, as the example's data loader gives it.
 
 import functools
 import importlib.util
-import math
 import pathlib
 
 import numpy as np
@@ -87,27 +86,6 @@ def numpy_loss_and_grads(params, x, labels, rng=None):
     return loss, grads
 
 
-def adam_in_place(params, grads, m, v, t):
-    """Adam step t (1-based) in place on params and the moments m, v, with the bias
-    corrections folded into the step size and epsilon (the same update as
-    lr m_hat / (sqrt(v_hat) + eps)); each gradient buffer is the scratch space."""
-    c2 = math.sqrt(1 - B2**t)
-    lr_t, eps_t = LR * c2 / (1 - B1**t), EPS * c2
-    for p, g, mi, vi in zip(params, grads, m, v, strict=True):
-        mi *= B1
-        g *= 1 - B1
-        mi += g  # m = b1 m + (1 - b1) g
-        vi *= B2
-        g *= g
-        g *= (1 - B2) / (1 - B1) ** 2
-        vi += g  # v = b2 v + (1 - b2) g^2
-        np.sqrt(vi, out=g)
-        g += eps_t
-        np.divide(mi, g, out=g)
-        g *= lr_t
-        p -= g
-
-
 def make_numpy(params, x, y, dropout):
     """The NumPy training step: each call updates the parameters in place and returns
     (params, loss)."""
@@ -120,7 +98,8 @@ def make_numpy(params, x, y, dropout):
         loss, grads = numpy_loss_and_grads(state["params"], x, smoothed_one_hot(y, classes),
                                            rng)
         state["t"] += 1
-        adam_in_place(state["params"], grads, state["m"], state["v"], state["t"])
+        _mlp.adam_in_place(state["params"], grads, state["m"], state["v"], state["t"], LR,
+                           B1, B2, EPS)
         return state["params"], loss
 
     return step
