@@ -11,7 +11,6 @@ hand-written in-place NumPy Adam step.
 The step takes and returns (params, m, v) (Adam moments); t, the step number, is 1.
 """
 
-
 import numpy as np
 
 from benchmarks.harness import Contender, Row, Workload
