@@ -198,5 +198,3 @@ def dot_product_attention(query, key, value, bias=None, mask=None, q_lens=None,
                                               is_causal=bool(is_causal),
                                               local_window=window, optional=optional))
 
-
-from mytorch.lax import attention_rules as _attention_rules  # noqa: F401
