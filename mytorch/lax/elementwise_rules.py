@@ -13,7 +13,8 @@ from mytorch.core import dtypes
 from mytorch.core.ad_util import add_any_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax._ad import (
-    Zero, defjvp, defjvp_zero, deflinear, instantiate, is_undefined, unbroadcast, zero_out,
+    Zero, add_tangents, broadcast_to_aval, defjvp, defjvp_zero, deflinear, instantiate,
+    is_undefined, unbroadcast, zero_out,
 )
 from mytorch.lax.elementwise import (
     add, cos, div, eq, ge, exp, floor, gt, integer_pow, log, lt, mul, neg,
@@ -22,20 +23,17 @@ from mytorch.lax.elementwise import (
 from mytorch.core.primitive import registry as _registry
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, defbroadcasting, moveaxis
-from mytorch.lax.structural import broadcast_in_dim
+from mytorch.lax._utils import weak_scalar
+from mytorch.lax.structural import broadcast_in_dim, full_like
 from mytorch.transforms.simplify import lossless, producer, same, unit_rule
 
 
 def _c(x, value):
     """A weakly typed constant of `x`'s dtype (0-d)."""
-    from mytorch.lax._utils import weak_scalar
-
     return weak_scalar(value, aval_of(x).dtype)
 
 
 def _zeros_like(x):
-    from mytorch.lax.structural import full_like
-
     return full_like(x, 0)
 
 
@@ -198,8 +196,6 @@ def _weight(wins, tie, like):
 
 
 def _full(shape_of, value):
-    from mytorch.lax.structural import broadcast_in_dim
-
     shape = aval_of(shape_of).shape
     return broadcast_in_dim(value, shape, ()) if shape else value
 
@@ -251,8 +247,6 @@ def _clamp_jvp(primals, tangents):
     ans = ew.clamp(lo, x, hi)
     out_aval = aval_of(ans)
     total = Zero(out_aval)
-    from mytorch.lax._ad import add_tangents, broadcast_to_aval
-
     zeros = _zeros_like(ans)
     if type(t_x) is not Zero:
         inside = ew.bitwise_and(gt(x, lo), lt(x, hi))

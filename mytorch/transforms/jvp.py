@@ -14,7 +14,9 @@ from mytorch.core import ad_util
 from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, tangent_aval,
 )
-from mytorch.core.trace import Trace, Tracer, aval_of, new_trace, set_current_trace
+from mytorch.core.trace import (
+    Trace, Tracer, aval_of, leaked_tracer_error, new_trace, set_current_trace,
+)
 
 
 class JVPTracer(Tracer):
@@ -47,8 +49,6 @@ class JVPTrace(Trace):
         if isinstance(x, JVPTracer) and x._trace is self:
             return x.primal, x.tangent
         if isinstance(x, Tracer) and not x._trace.alive:
-            from mytorch.core.trace import leaked_tracer_error
-
             raise leaked_tracer_error(x)
         return x, None
 
