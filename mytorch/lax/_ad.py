@@ -15,6 +15,8 @@ from mytorch.core.ad_util import (
     UndefinedPrimal, Zero, add_tangents, instantiate, is_differentiable, is_undefined,
 )
 from mytorch.core.trace import aval_of
+from mytorch.lax.elementwise import convert_element_type_p
+from mytorch.lax.structural import broadcast_in_dim
 
 __all__ = [
     "UndefinedPrimal", "Zero", "add_tangents", "instantiate", "is_undefined", "defjvp",
@@ -32,8 +34,6 @@ def broadcast_to_aval(t, aval):
     """A tangent `t` (same dtype) broadcast from 0-d to `aval.shape` when needed."""
     if aval_of(t).shape == aval.shape:
         return t
-    from mytorch.lax.structural import broadcast_in_dim
-
     return broadcast_in_dim(t, aval.shape, ())
 
 
@@ -114,8 +114,6 @@ def to_aval(x, aval):
     a = aval_of(x)
     if a.dtype == aval.dtype and a.weak_type == aval.weak_type:
         return x
-    from mytorch.lax.elementwise import convert_element_type_p
-
     return convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mytorch.core import dtypes, tree_util
 from mytorch.core.array import Array
 from mytorch.core.trace import aval_of
+from mytorch.lax.elementwise import convert_element_type
 
 __all__ = ["LoopNames", "promote_weak_carries", "check_carry_tree", "check_carry_types",
            "describe_value"]
@@ -35,8 +36,6 @@ def promote_weak_carries(init, trace_body):
     the same shape) is converted to the promoted dtype (strongly typed) and the body traced
     again; each carry changes at most once, so this ends. Returns (init, traced).
     """
-    from mytorch.lax.elementwise import convert_element_type
-
     for _ in range(len(init) + 1):
         traced, out_avals = trace_body([aval_of(x) for x in init])
         new = []

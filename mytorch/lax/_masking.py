@@ -30,8 +30,15 @@ also when differentiated again. Linear bodies (a loop's tangent step) guard thei
 inputs with zeros (`guard_linear`).
 """
 
+import numpy as np
+
 from mytorch.core import dtypes
 from mytorch.core.trace import aval_of
+from mytorch.lax._batching import bdim_at_front
+from mytorch.lax.elementwise import select_n, stop_gradient
+from mytorch.lax.indexing import dynamic_index_in_dim
+from mytorch.lax.reductions import reduce_min
+from mytorch.lax.structural import broadcast_in_dim, full, iota
 
 __all__ = ["fed_dims", "feed", "first_true", "guard", "guard_linear", "keep_like",
            "substitute"]
@@ -39,8 +46,6 @@ __all__ = ["fed_dims", "feed", "first_true", "guard", "guard_linear", "keep_like
 
 def keep_like(keep, x):
     """The bool `keep` (0-d, or the leading dims of `x`) broadcast to `x`'s shape."""
-    from mytorch.lax.structural import broadcast_in_dim
-
     k_shape, shape = aval_of(keep).shape, aval_of(x).shape
     if k_shape == () or k_shape == shape:
         return keep
@@ -50,8 +55,6 @@ def keep_like(keep, x):
 def guard(keep, x):
     """`x` where `keep` holds, else `x` with a zero derivative (same value); non-float `x`
     is returned as it is."""
-    from mytorch.lax.elementwise import select_n, stop_gradient
-
     if not dtypes.is_float(aval_of(x).dtype):
         return x
     return select_n(keep_like(keep, x), stop_gradient(x), x)
@@ -60,9 +63,6 @@ def guard(keep, x):
 def guard_linear(keep, x):
     """`x` where `keep` holds, else zero: the guard of a linear input (whose transpose
     cannot pass through stop_gradient)."""
-    from mytorch.lax.elementwise import select_n
-    from mytorch.lax.structural import full
-
     a = aval_of(x)
     if not dtypes.is_float(a.dtype):
         return x
@@ -72,12 +72,6 @@ def guard_linear(keep, x):
 def first_true(keep):
     """The first index where the (B,) bool `keep` holds (B where it holds nowhere): an
     int32 scalar."""
-    import numpy as np
-
-    from mytorch.lax.elementwise import select_n
-    from mytorch.lax.reductions import reduce_min
-    from mytorch.lax.structural import full, iota
-
     n = aval_of(keep).shape[0]
     i32 = np.dtype(np.int32)
     return reduce_min(select_n(keep, full((n,), n, i32), iota(i32, n)), (0,))
@@ -86,10 +80,6 @@ def first_true(keep):
 def substitute(keep, x, donor):
     """`x` (batched along 0) where the (B,) `keep` holds, else example `donor`'s value
     (clamped into range) with a zero derivative."""
-    from mytorch.lax.elementwise import select_n, stop_gradient
-    from mytorch.lax.indexing import dynamic_index_in_dim
-    from mytorch.lax.structural import broadcast_in_dim
-
     a = aval_of(x)
     if a.shape[0] == 0:  # no examples: none to substitute
         return x
@@ -106,8 +96,6 @@ def feed(keep, xs, dims, size):
     batched along 0; an unbatched one is passed as it is. Then an example that skips the
     branch computes exactly what one that takes it computes, values and derivatives
     (finite where theirs are), and its zero cotangent makes no NaN of them."""
-    from mytorch.lax._batching import bdim_at_front
-
     donor = first_true(keep)
     return [x if d is None else substitute(keep, bdim_at_front(x, d, size), donor)
             for x, d in zip(xs, dims, strict=True)]
