@@ -11,11 +11,13 @@
 
 Variables are locals, scalar literals are inlined, constants (and the ufuncs, as
 `np_<name>`) are module globals of the generated code, and each primitive is one NumPy call
-where an emitter exists (emitters.py), else a call of its eager kernel. Buffers are
-tracked so that a dead intermediate (one that nothing else views) is written again through
-`out=`, in place when an elementwise op's operand dies at that op; donated inputs that
-nothing else references join that pool. Reshapes, transposes, slices and broadcasts are
-NumPy views.
+where an emitter exists (emitters.py), else a call of its eager kernel. Emitters return
+what they emitted (a `planner.Emitted`: fresh buffer, view of an operand, or unknown), and
+the backend-independent `BufferPlanner` (mytorch/backends/planner.py) decides from that
+which buffers are reused: a dead intermediate (one that nothing else views) is written again
+through `out=`, in place when an elementwise op's operand dies at that op; donated inputs
+that nothing else references join that pool. Reshapes, transposes, slices and broadcasts
+are NumPy views.
 """
 
 import dataclasses
@@ -28,6 +30,7 @@ import numpy as np
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
+from mytorch.backends.planner import BufferPlanner, emitted
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.while_tape import prune_tape_rows
 
@@ -59,8 +62,6 @@ class Generator:
                    **RUNTIME}
         self.lines, self.names = [], {}
         self._ids = itertools.count()
-        self.root, self.live, self.owned, self.consumed = {}, {}, set(), set()
-        self.pool = {}
         self.scalar_of = {}  # broadcasts of 0-d values -> the 0-d value
         self.expand_of = {}  # other broadcasts -> (source, its shape with size-1 axes)
         self.pending = {}  # such broadcasts not emitted until something reads them in full
@@ -68,16 +69,17 @@ class Generator:
             self.order, self.runs = list(range(len(jaxpr.eqns))), {}
         else:
             self.order, self.runs = find_runs(jaxpr.eqns)
-        self.last_use = _last_uses(jaxpr, self.order, self.runs)
+        self.planner = BufferPlanner(jaxpr, self.order, self.runs, reuse=not debug_nans)
+        self.last_use = self.planner.last_use  # emitters ask whether a result is read
         self.blocks = []
         self.sub_texts = []  # generated source of sub-functions (shown by as_text)
-        self.donated = donated
         for v, c in zip(jaxpr.constvars, consts, strict=True):
-            self.ns[self._bind(v, "c")] = np.asarray(c, dtype=v.aval.dtype)
-            self._new_root(v, owned=False)
+            name = self._bind(v, "c")
+            self.ns[name] = np.asarray(c, dtype=v.aval.dtype)
+            self.planner.constant(v, name)
         self.params = [self._bind(v, "a") for v in jaxpr.invars]
-        for v, d in zip(jaxpr.invars, donated, strict=True):
-            self._new_root(v, owned=bool(d) and len(v.aval.shape) > 0)
+        for v, d, name in zip(jaxpr.invars, donated, self.params, strict=True):
+            self.planner.input(v, name, donated=bool(d))
 
     # ---- names and values ------------------------------------------------------------------
     def _bind(self, v, prefix="v"):
@@ -126,12 +128,6 @@ class Generator:
         return self.names[v]
 
     # ---- buffers ---------------------------------------------------------------------------
-    def _new_root(self, v, owned):
-        self.root[v] = v
-        self.live[v] = 1
-        if owned:
-            self.owned.add(v)
-
     must_write_out = False  # fused blocks need every result written through out=
 
     def ufunc_args(self, eqn, args):
@@ -154,38 +150,14 @@ class Generator:
         return default if src is None else self.src(src, scalar_ok=False)
 
     def fresh(self, eqn):
-        self._kind = ("fresh",)
+        """Accepted from multi-result emitters (the control-flow lowerings), whose results
+        are never reused whatever they say: they may alias operands."""
 
-    def view_of(self, eqn, i):
-        self._kind = ("view", i)
-
-    def out_buffer(self, eqn, args, in_place, only=None):
-        """A dead buffer of the result's shape and dtype to write into, or None: an operand
-        dying at this equation (when `in_place`; among the operands at positions `only`,
-        if given, and never one that another position also reads), else one from the
-        pool."""
-        aval = eqn.outvars[0].aval
-        if not aval.shape or self.debug_nans:  # the NaN check reads the operands after
-            return None
-        if in_place:
-            for i, v in enumerate(eqn.invars):
-                if only is not None and (i not in only or eqn.invars.count(v) > 1):
-                    continue
-                if (type(v) is Var and self.last_use.get(v) == self._index and v in self.owned
-                        and self.root[v] is v and self.live[v] == 1 and v not in self.consumed
-                        and v.aval.shape == aval.shape and v.aval.dtype == aval.dtype):
-                    self.consumed.add(v)
-                    return self.names[v]
-        free = self.pool.get((aval.shape, aval.dtype))
-        return free.pop() if free else None
-
-    def _release(self, v):
-        r = self.root.get(v)
-        if r is None:
-            return
-        self.live[r] -= 1
-        if self.live[r] == 0 and r in self.owned and r not in self.consumed:
-            self.pool.setdefault((r.aval.shape, r.aval.dtype), []).append(self.names[r])
+    def out_buffer(self, eqn, in_place, only=None):
+        """The name of a dead buffer of the result's shape and dtype to pass as `out=`, or
+        None: see `BufferPlanner.buffer_for` (`only`: the operand positions the op may write
+        over)."""
+        return self.planner.buffer_for(eqn, self._index, in_place, only)
 
     # ---- emission --------------------------------------------------------------------------
     def emit_all(self):
@@ -195,18 +167,11 @@ class Generator:
             if i in self.runs:
                 members = [eqns[k] for k in self.runs[i]]
                 for v in emit_run(self, eqns, self.runs[i], pos):
-                    self._new_root(v, owned=True)
+                    self.planner.define(v, self.names[v], owned=True)
             else:
                 members = [eqns[i]]
                 self.emit(eqns[i])
-            for eqn in members:
-                for v in eqn.invars:
-                    if type(v) is Var and self.last_use.get(v) == pos:
-                        self._release(v)
-                        self.last_use[v] = None  # released once, even when read twice
-                for v in eqn.outvars:
-                    if type(v) is Var and v not in self.last_use and v in self.names:
-                        self._release(v)  # computed but never read
+            self.planner.release(members, pos)
 
     def next_id(self):
         return next(self._ids)
@@ -214,81 +179,56 @@ class Generator:
     def bind(self, v):
         return self._bind(v)
 
-    def overwrite(self, v, pos):
-        """Claim `v`'s buffer for a result computed at `pos`, if `v` dies there and nothing
-        else can read it (an allocated or donated buffer, not viewed by anything live)."""
-        if (self.last_use.get(v) == pos and v in self.owned and self.root[v] is v
-                and self.live[v] == 1 and v not in self.consumed):
-            self.consumed.add(v)
-            return True
-        return False
-
-    def pool_buffer(self, aval):
-        free = self.pool.get((aval.shape, aval.dtype))
-        return free.pop() if free else None
-
     def emit(self, eqn):
         prim = eqn.primitive
-        self._kind, self._lazy = None, False
-        expr = None
+        out = None
         fn = EMITTERS.get(prim)
         if fn is not None and prim.multiple_results:
-            expr = fn(self, eqn, [self.src(v, False) for v in eqn.invars])
-            if expr is not None:  # a list of buffers; they may alias operands: never reused
-                self._kind = None
+            out = emitted(fn(self, eqn, [self.src(v, False) for v in eqn.invars]))
+            if out is not None:  # a list of buffers; they may alias operands: never reused
                 tmp = f"_r{next(self._ids)}"
-                self.lines.append(f"{tmp} = {expr}")
+                self.lines.append(f"{tmp} = {out.expr}")
                 for j, v in enumerate(eqn.outvars):
                     if type(v) is Var:
                         self.lines.append(f"{self._bind(v)} = {tmp}[{j}]")
-                self._track(eqn)
-                if self.debug_nans:
-                    self._emit_nan_check(eqn)
+                self._track(eqn, None)
                 return
         if fn is not None and not prim.multiple_results:
-            expr = fn(self, eqn, [self.src(v, inline_ok(eqn, v), flush=False)
-                                  for v in eqn.invars])
-            if expr is not None:
+            out = emitted(fn(self, eqn, [self.src(v, inline_ok(eqn, v), flush=False)
+                                         for v in eqn.invars]))
+            if out is not None:
                 for v in eqn.invars:  # pending broadcasts the expression does read
-                    if v in self.pending and re.search(rf"\b{self.names[v]}\b", expr):
+                    if v in self.pending and re.search(rf"\b{self.names[v]}\b", out.expr):
                         self.lines.append(self.pending.pop(v))
-        if expr is None:
-            self._kind = None
+        if out is None:
             self._emit_kernel(eqn)
         else:
-            out = eqn.outvars[0]
-            target = self._bind(out) if type(out) is Var else "_"
-            if self._lazy and target != "_":
-                self.pending[out] = f"{target} = {expr}"  # consumers may read the source
+            res = eqn.outvars[0]
+            target = self._bind(res) if type(res) is Var else "_"
+            if out.expanded is not None:
+                self._broadcast(eqn, out.expanded)
+            if out.expanded is not None and target != "_":
+                self.pending[res] = f"{target} = {out.expr}"  # consumers may read the source
             else:
-                self.lines.append(f"{target} = {expr}")
-        self._track(eqn)
+                self.lines.append(f"{target} = {out.expr}")
+        self._track(eqn, out)
+
+    def _broadcast(self, eqn, expanded):
+        """A broadcast of operand 0, viewed as `expanded` (its shape with size-1 axes):
+        consumers may read the source instead (`ufunc_args`, `scalar_arg`), and the
+        broadcast itself is emitted only if something reads it in full (`src`)."""
+        src, res = eqn.invars[0], eqn.outvars[0]
+        if not src.aval.shape:
+            self.scalar_of[res] = src
+        elif type(src) is Var:
+            self.expand_of[res] = (src, expanded)
+
+    def _track(self, eqn, out):
+        """Hand the planner what `eqn` produced (`out`: its `Emitted`, None when unknown),
+        then check it for NaNs under debug_nans."""
+        self.planner.record(eqn, [self.names.get(v) for v in eqn.outvars], out)
         if self.debug_nans:
             self._emit_nan_check(eqn)
-
-    def broadcast_of(self, eqn, expanded):
-        """Emitters of broadcasts: the result is the source (operand 0) viewed as
-        `expanded` (its shape with size-1 axes) and broadcast. Consumers may read the source
-        instead, and the broadcast itself is emitted only if something reads it in full."""
-        src, out = eqn.invars[0], eqn.outvars[0]
-        if not src.aval.shape:
-            self.scalar_of[out] = src
-        elif type(src) is Var:
-            self.expand_of[out] = (src, tuple(expanded))
-        self._lazy = True
-
-    def _track(self, eqn):
-        kind = self._kind
-        for v in eqn.outvars:
-            if type(v) is not Var:
-                continue
-            if kind and kind[0] == "view" and type(eqn.invars[kind[1]]) is Var:
-                r = self.root[eqn.invars[kind[1]]]
-                self.root[v] = r
-                self.live[r] += 1
-            else:
-                fresh = kind is not None and kind[0] == "fresh"
-                self._new_root(v, owned=fresh and len(v.aval.shape) > 0)
 
     def _emit_kernel(self, eqn):
         prim = eqn.primitive
@@ -347,22 +287,6 @@ class Generator:
         inner = "\n".join("        " + line for line in body)
         return (f"{head}\n    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
                 f"    finally:\n        _errreset(_tok)\n")
-
-
-def _last_uses(jaxpr, order, runs):
-    """{var: position in emission order of its last reader} (a fused run is one position;
-    the jaxpr's outputs are read at the end)."""
-    last = {}
-    for pos, i in enumerate(order):
-        for k in runs.get(i, (i,)):
-            for v in jaxpr.eqns[k].invars:
-                if type(v) is Var:
-                    last[v] = pos
-    end = len(order)
-    for v in jaxpr.outvars:
-        if type(v) is Var:
-            last[v] = end
-    return last
 
 
 def _impl_kernel(prim):

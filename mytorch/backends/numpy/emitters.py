@@ -1,11 +1,11 @@
 """Per-primitive Python/NumPy source emitters for the jit code generator (codegen.py).
 
-An emitter is `emit(g, eqn, args) -> str`: the source of an expression computing the
-equation's one result from `args` (source strings of its operands). It may ask the
-generator for an output buffer (`g.out_buffer(eqn, args)`, a name or None) to pass as
-`out=`, and says whether its result is a view of an operand (`g.view_of(eqn, i)`) or a fresh
-buffer (`g.fresh(eqn)`); everything else is treated as neither. Primitives without an emitter
-(or with operands an emitter declines, by returning None) call their eager kernel.
+An emitter is `emit(g, eqn, args) -> Emitted`: the source of an expression computing the
+equation's one result from `args` (source strings of its operands), and what that result is
+(`planner.fresh(expr)`: a new buffer; `planner.view(expr, i)`: a view of operand `i`; a
+plain string: unknown, never reused). It may ask the generator for an output buffer
+(`g.out_buffer(eqn, in_place)`, a name or None) to pass as `out=`. Primitives without an
+emitter (or with operands an emitter declines, by returning None) call their eager kernel.
 
 Only dtypes NumPy computes natively take the direct route: float16 and bfloat16 go through
 the kernels, which compute them in float32 as the eager path does.
@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from mytorch.backends.numpy.elementwise import NUMPY_FNS
+from mytorch.backends.planner import fresh, view
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Var
 from mytorch.lax import elementwise as ew
@@ -53,10 +54,9 @@ def _ufunc_call(g, eqn, args, ufunc_name):
     """`np_<ufunc>(*args[, out=...])`: the ufunc is a global of the generated code (a
     module attribute lookup less per call)."""
     args = g.ufunc_args(eqn, args)
-    out = g.out_buffer(eqn, args, in_place=True)
-    g.fresh(eqn)
+    out = g.out_buffer(eqn, in_place=True)
     fn = g.ufunc(ufunc_name)
-    return f"{fn}({', '.join(args)}{f', out={out}' if out else ''})"
+    return fresh(f"{fn}({', '.join(args)}{f', out={out}' if out else ''})")
 
 
 def _ufunc_emitter(ufunc_name, floats_only=False):
@@ -96,23 +96,20 @@ def _integer_pow(g, eqn, args):
     if not _native(eqn) or y not in (1, 2, 3):
         return None
     if y == 1:
-        g.view_of(eqn, 0)
-        return args[0]
+        return view(args[0])
     if y == 2:
         return _ufunc_call(g, eqn, args, "square")
-    out = g.out_buffer(eqn, args, in_place=False)
-    g.fresh(eqn)
+    out = g.out_buffer(eqn, in_place=False)
     x = args[0]
-    return f"np.multiply(np.square({x}), {x}" + (f", out={out})" if out else ")")
+    return fresh(f"np.multiply(np.square({x}), {x}" + (f", out={out})" if out else ")"))
 
 
 @emitter(ew.logistic_p)
 def _logistic(g, eqn, args):
     if not _float_op(eqn) or not eqn.outvars[0].aval.shape:
         return None
-    out = g.out_buffer(eqn, args, in_place=True)
-    g.fresh(eqn)
-    return f"_logistic({args[0]}, {out})"
+    out = g.out_buffer(eqn, in_place=True)
+    return fresh(f"_logistic({args[0]}, {out})")
 
 
 def _logistic_runtime(x, out=None):
@@ -135,11 +132,9 @@ def _select_n(g, eqn, args):
         return None
     c0, c1 = (g.scalar_arg(v, a) for v, a in zip(eqn.invars[1:], args[1:]))
     if math.prod(eqn.outvars[0].aval.shape) < _SMALL_SELECT and not g.must_write_out:
-        g.fresh(eqn)  # small: np.where's call costs less than the bit select's
-        return f"np.where({args[0]}, {c1}, {c0})"
-    out = g.out_buffer(eqn, args[1:], in_place=True, only=(2,))  # c1 is read first, once
-    g.fresh(eqn)
-    return f"_select({args[0]}, {c0}, {c1}, {out})"
+        return fresh(f"np.where({args[0]}, {c1}, {c0})")  # small: np.where costs less
+    out = g.out_buffer(eqn, in_place=True, only=(2,))  # c1 is read first, once
+    return fresh(f"_select({args[0]}, {c0}, {c1}, {out})")
 
 
 _SMALL_SELECT = 4096
@@ -175,10 +170,9 @@ def _clamp(g, eqn, args):
     if not _native(eqn) or not eqn.outvars[0].aval.shape:
         return None
     lo, x, hi = args
-    out = g.out_buffer(eqn, [x], in_place=True, only=(1,))  # lo and hi are read after x
-    g.fresh(eqn)
+    out = g.out_buffer(eqn, in_place=True, only=(1,))  # lo and hi are read after x
     extra = f", out={out}" if out else ""
-    return f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})"
+    return fresh(f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})")
 
 
 _clamp.inline_scalars = True
@@ -189,18 +183,16 @@ def _convert(g, eqn, args):
     src, dst = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
     if src not in _NATIVE or dst not in _NATIVE or (dst.kind in "iu" and src.kind == "f"):
         return None  # float -> int saturates in the kernel
-    g.fresh(eqn)
     if dst == np.bool_:
-        return f"np.not_equal({args[0]}, 0)"
+        return fresh(f"np.not_equal({args[0]}, 0)")
     if not eqn.outvars[0].aval.shape:
-        return f"np.asarray({args[0]}, dtype={g.dtype(dst)})"
-    return f"{args[0]}.astype({g.dtype(dst)})"
+        return fresh(f"np.asarray({args[0]}, dtype={g.dtype(dst)})")
+    return fresh(f"{args[0]}.astype({g.dtype(dst)})")
 
 
 @emitter(ew.stop_gradient_p)
 def _stop_gradient(g, eqn, args):
-    g.view_of(eqn, 0)
-    return args[0]
+    return view(args[0])
 
 
 # ---- structural: views where NumPy gives them ---------------------------------------------
@@ -208,20 +200,17 @@ def _stop_gradient(g, eqn, args):
 def _reshape(g, eqn, args):
     if eqn.params["dimensions"] is not None:
         return None
-    g.view_of(eqn, 0)
-    return f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})"
+    return view(f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})")
 
 
 @emitter(st.squeeze_p)
 def _squeeze(g, eqn, args):
-    g.view_of(eqn, 0)
-    return f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})"
+    return view(f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})")
 
 
 @emitter(st.transpose_p)
 def _transpose(g, eqn, args):
-    g.view_of(eqn, 0)
-    return f"np.transpose({args[0]}, {eqn.params['permutation']})"
+    return view(f"np.transpose({args[0]}, {eqn.params['permutation']})")
 
 
 @emitter(st.broadcast_in_dim_p)
@@ -231,13 +220,12 @@ def _broadcast_in_dim(g, eqn, args):
     expanded = [1] * len(shape)
     for i, d in enumerate(dims):
         expanded[d] = in_shape[i]
-    g.view_of(eqn, 0)
-    if list(dims) == sorted(dims):  # the source's axes keep their order
-        g.broadcast_of(eqn, expanded)
     x = args[0]
     if tuple(expanded) != in_shape:
         x = f"np.reshape({x}, {tuple(expanded)})"
-    return f"np.broadcast_to({x}, {tuple(shape)})"
+    # where the source's axes keep their order, consumers may read it viewed as `expanded`
+    lazy = expanded if list(dims) == sorted(dims) else None
+    return view(f"np.broadcast_to({x}, {tuple(shape)})", expanded=lazy)
 
 
 @emitter(st.slice_p)
@@ -246,25 +234,22 @@ def _slice(g, eqn, args):
     strides = p["strides"] or (1,) * len(p["start_indices"])
     parts = [f"{a}:{b}" + (f":{c}" if c != 1 else "")
              for a, b, c in zip(p["start_indices"], p["limit_indices"], strides)]
-    g.view_of(eqn, 0)
-    return f"{args[0]}[{', '.join(parts)},]" if parts else args[0]
+    return view(f"{args[0]}[{', '.join(parts)},]" if parts else args[0])
 
 
 @emitter(st.rev_p)
 def _rev(g, eqn, args):
     nd = len(eqn.invars[0].aval.shape)
     dims = set(eqn.params["dimensions"])
-    g.view_of(eqn, 0)
     if not dims:
-        return args[0]
+        return view(args[0])
     parts = ["::-1" if i in dims else ":" for i in range(nd)]
-    return f"{args[0]}[{', '.join(parts)}]"
+    return view(f"{args[0]}[{', '.join(parts)}]")
 
 
 @emitter(st.concatenate_p)
 def _concatenate(g, eqn, args):
-    g.fresh(eqn)
-    return f"np.concatenate(({', '.join(args)},), axis={eqn.params['dimension']})"
+    return fresh(f"np.concatenate(({', '.join(args)},), axis={eqn.params['dimension']})")
 
 
 # ---- reductions ----------------------------------------------------------------------------
@@ -279,11 +264,10 @@ def _reduce_emitter(ufunc_name, need_nonempty):
         axes = tuple(eqn.params["axes"])
         if ufunc_name == "add" and _float_op(eqn) and _strided_sum(aval.shape, axes):
             return None  # the kernel sums a strided axis in blocks (accurate_sum)
-        g.fresh(eqn)
         if ufunc_name == "add" and _float_op(eqn) and _trailing_rows(aval.shape, axes):
-            return _einsum_sum(args[0], len(aval.shape), axes)
+            return fresh(_einsum_sum(args[0], len(aval.shape), axes))
         dt = g.dtype(eqn.outvars[0].aval.dtype)
-        return f"np.{ufunc_name}.reduce({args[0]}, axis={axes}, dtype={dt})"
+        return fresh(f"np.{ufunc_name}.reduce({args[0]}, axis={axes}, dtype={dt})")
 
     return emit
 
@@ -332,20 +316,19 @@ def _dot_general(g, eqn, args):
     b = _arrange(args[1], rhs, (*rb, *rc, *rfree), (nb, k, n) if lb else (k, n))
     out_shape = eqn.outvars[0].aval.shape
     mm_shape = (nb, m, n) if lb else (m, n)
-    g.fresh(eqn)
     if not lb and len(rhs) <= 2 and len(lhs) <= 2 and 1 in (len(lhs), len(rhs)) \
             and lc == (len(lhs) - 1,) and rc == (0,):  # matrix-vector products as they are
-        return f"np.matmul({args[0]}, {args[1]})"
+        return fresh(f"np.matmul({args[0]}, {args[1]})")
     if k == 1 and (lb or m == 1 or n == 1):  # an outer product: one broadcasting multiply
         bshape = tuple(lhs[i] for i in lb)
         lshape, rshape = tuple(lhs[i] for i in lfree), tuple(rhs[i] for i in rfree)
         a = _arrange(args[0], lhs, (*lb, *lfree, *lc), bshape + lshape + (1,) * len(rshape))
         b = _arrange(args[1], rhs, (*rb, *rc, *rfree), bshape + (1,) * len(lshape) + rshape)
-        return f"np.multiply({a}, {b})"
+        return fresh(f"np.multiply({a}, {b})")
     if tuple(mm_shape) == tuple(out_shape):
-        out = g.out_buffer(eqn, [], in_place=False)
-        return f"np.matmul({a}, {b}" + (f", out={out})" if out else ")")
-    return f"np.reshape(np.matmul({a}, {b}), {tuple(out_shape)})"
+        out = g.out_buffer(eqn, in_place=False)
+        return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
+    return fresh(f"np.reshape(np.matmul({a}, {b}), {tuple(out_shape)})")
 
 
 def _arrange(x, shape, perm, target):

@@ -16,7 +16,7 @@ read after the run are written to full-size arrays.
 
 import math
 
-from mytorch.backends.numpy.emitters import fusable, inline_ok
+from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
 
@@ -97,18 +97,12 @@ class _BlockGen:
     def ufunc(self, name):
         return self.outer.ufunc(name)
 
-    def fresh(self, eqn):
-        pass
-
-    def view_of(self, eqn, i):
-        pass
-
     must_write_out = True
 
     def ufunc_args(self, eqn, args):
         return args  # blocks slice full-size (broadcast) views by rows
 
-    def out_buffer(self, eqn, args, in_place, only=None):
+    def out_buffer(self, eqn, in_place, only=None):
         return self.target
 
     def scalar_arg(self, v, default):
@@ -125,7 +119,7 @@ def emit_run(gen, eqns, run, pos):
     size = math.prod(shape)
     defined = {v for e in members for v in e.outvars}
     escaping = [v for e in members for v in e.outvars
-                if type(v) is Var and gen.last_use.get(v, -1) > pos]
+                if type(v) is Var and gen.planner.last_use.get(v, -1) > pos]
     inputs, scalars = [], []  # read from before the run: blocks of arrays, whole 0-d values
     for e in members:
         for v in e.invars:
@@ -216,9 +210,10 @@ def emit_run(gen, eqns, run, pos):
         # an input dying here, read for the last time no later than v is written, or a dead
         # buffer; collapsed rows write through np.reshape, a view only of a C-contiguous
         # array, so there a buffer in another layout is replaced by a fresh one
-        buf = next((gen.names[x] for x in inputs if read_at[x] <= def_at[v]
-                    and x.aval.dtype == v.aval.dtype and gen.overwrite(x, run_pos)), None)
-        buf = buf or gen.pool_buffer(v.aval)
+        buf = next((name for x in inputs if read_at[x] <= def_at[v]
+                    and x.aval.dtype == v.aval.dtype
+                    and (name := gen.planner.overwrite(x, run_pos))), None)
+        buf = buf or gen.planner.take(v.aval)
         fresh = f"np.empty({shape}, {dt})"
         if buf and not by_rows:
             buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
@@ -257,9 +252,7 @@ def _block_src(gen, local, v, scalar_ok):
 
 
 def _emit(eqn, bg, args):
-    from mytorch.backends.numpy.emitters import EMITTERS
-
-    expr = EMITTERS[eqn.primitive](bg, eqn, args)
-    if expr is None:  # pragma: no cover - fusable() promised an emitter
+    out = EMITTERS[eqn.primitive](bg, eqn, args)
+    if out is None:  # pragma: no cover - fusable() promised an emitter
         raise AssertionError(f"no fused emitter for {eqn.primitive.name}")
-    return expr
+    return out.expr
