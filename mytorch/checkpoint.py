@@ -14,17 +14,12 @@ transpose runs that recomputation inside the backward pass.
 import functools
 
 from mytorch.core import tree_util
-from mytorch.core.ad_util import Zero, is_differentiable
 from mytorch.core.jaxpr import eval_jaxpr
 from mytorch.core.primitive import Primitive
-from mytorch.core.staging import StagingTrace
-from mytorch.core.trace import EvalTrace, aval_of, current_trace, set_current_trace
-from mytorch.lax._batching import batch_call_jaxpr
+from mytorch.core.trace import EvalTrace, aval_of, current_trace
 from mytorch.lax._utils import asarray
+from mytorch.transforms.call_rules import def_call_rules
 from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_call_jaxpr
-from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
-from mytorch.transforms.transpose import backward_pass
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "remat"]
 
@@ -217,63 +212,12 @@ def _checkpoint_impl(*args, jaxpr, policy, prevent_cse):
     return eval_jaxpr(jaxpr, [], *args)
 
 
-def _checkpoint_jvp(primals, tangents, *, jaxpr, policy, prevent_cse):
-    nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
-               for p, t in zip(primals, tangents)]
-    n_out = len(jaxpr.outvars)
-    avals = [aval_of(p) for p in primals]
-    jvp_jaxpr, consts = jvp_call_jaxpr(jaxpr, avals, nonzero, "checkpoint_jvp")
-    ts = [t for t, nz in zip(tangents, nonzero) if nz]
-    outs = checkpoint_p.bind(*consts, *primals, *ts, jaxpr=jvp_jaxpr, policy=policy,
-                             prevent_cse=prevent_cse)
-    return outs[:n_out], outs[n_out:]
+def _rebind(params, jaxpr, n_operands, role):
+    """A checkpoint derived by a call rule keeps its policy and prevent_cse."""
+    return dict(params, jaxpr=jaxpr)
 
 
-def _checkpoint_partial_eval(trace, args, params):
-    jaxpr, policy = params["jaxpr"], params["policy"]
-    unknowns = [trace.is_unknown(x) for x in args]
-    if not any(unknowns):
-        with set_current_trace(trace.parent):
-            return checkpoint_p.bind(*args, **params)
-    known, staged, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns, policy)
-    known_args = [x for x, u in zip(args, unknowns) if not u]
-    with set_current_trace(trace.parent):
-        known_outs = checkpoint_p.bind(*known_args, **dict(params, jaxpr=known))
-    n_known = len(known_outs) - num_res
-    residuals = known_outs[n_known:]
-    unknown_args = [x for x, u in zip(args, unknowns) if u]
-    staged_outs = StagingTrace.process_primitive(
-        trace, checkpoint_p, [*residuals, *unknown_args], dict(params, jaxpr=staged))
-    known_it, staged_it = iter(known_outs[:n_known]), iter(staged_outs)
-    return [next(staged_it) if u else next(known_it) for u in out_unknowns]
-
-
-def _checkpoint_transpose(cts, *args, jaxpr, policy, prevent_cse):
-    from mytorch.core.ad_util import is_undefined
-
-    linear = [is_undefined(a) for a in args]
-    values = [None if lin else a for a, lin in zip(args, linear)]
-    cts_in = backward_pass(jaxpr, [], linear, values, cts)
-    return [ct if lin else None for ct, lin in zip(cts_in, linear)]
-
-
-def _checkpoint_partial_eval_jaxpr(eqn, unknowns, saveable):
-    """A checkpoint nested in a jaxpr being split keeps its own policy inside."""
-    return split_call_eqn(eqn, unknowns, eqn.params["policy"])
-
-
-checkpoint_p.def_jvp(_checkpoint_jvp)
-checkpoint_p.def_rule("partial_eval_jaxpr", _checkpoint_partial_eval_jaxpr)
-checkpoint_p.def_rule("partial_eval", _checkpoint_partial_eval)
-checkpoint_p.def_transpose(_checkpoint_transpose)
-
-
-def _checkpoint_batching(axis, args, dims, *, jaxpr, policy, prevent_cse):
-    """A checkpoint of the vectorised jaxpr: the block stays one rematerialised unit."""
-    batched, consts, out_dims = batch_call_jaxpr(jaxpr, axis, dims)
-    outs = checkpoint_p.bind(*consts, *args, jaxpr=batched, policy=policy,
-                             prevent_cse=prevent_cse)
-    return outs, out_dims
-
-
-checkpoint_p.def_batching(_checkpoint_batching)
+# Each checkpoint is traced afresh, so caching its rules' results would only hold memory.
+# Its transpose runs inline: the recomputation happens inside the enclosing backward pass.
+def_call_rules(checkpoint_p, rebind=_rebind, saveable=lambda params: params["policy"],
+               transpose="inline", cache=False)

@@ -2,61 +2,31 @@
 
 `jit` carries `jaxpr` (no constvars; constants are leading operands), `name` and `donated`
 (one flag per operand). Bound eagerly it runs the jaxpr compiled by the device's backend.
-Its JVP, partial-evaluation, transpose and batching rules transform the jaxpr as a whole
-and bind `jit` again, so derivatives and batches of a jitted function run compiled too.
-Each rule's traced result is cached per (jaxpr, pattern), so repeated eager calls of
-`grad(jit(f))` or `vmap(jit(f))` hit the compilation cache instead of retracing.
+Its JVP, partial-evaluation, transpose, batching and DCE rules are the generic call rules
+(`transforms/call_rules.py`): each transforms the jaxpr as a whole and binds `jit` again
+(named `jvp(f)`, `transpose(f)`, `vmap(f)`, donating nothing), so derivatives and batches
+of a jitted function run compiled too. Each rule's traced result is cached per (jaxpr,
+pattern), so repeated eager calls of `grad(jit(f))` or `vmap(jit(f))` hit the compilation
+cache instead of retracing; `clear_rule_caches` forgets them.
 """
 
 import functools
 import time
-from collections import OrderedDict
 
-from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefined
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import CompileOptions, default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, eval_jaxpr, sub_jaxprs
+from mytorch.core.jaxpr import ClosedJaxpr, sub_jaxprs
 from mytorch.core.primitive import Primitive
-from mytorch.core.staging import StagingTrace
-from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.core.tree_util import tree_structure, tree_unflatten
-from mytorch.lax._batching import batch_call_jaxpr
-from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.jvp import jvp_call_jaxpr, look_through
-from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
-from mytorch.transforms.transpose import backward_pass
+from mytorch.transforms.call_rules import clear_rule_caches, def_call_rules, rule_cache
+from mytorch.transforms.jvp import look_through
 
 jit_p = Primitive("jit", multiple_results=True, kind="call")
 jit_p.inline_param = "jaxpr"
 
-_CACHE_SIZE = 512
-_caches = []
-
-
-class _LRU(OrderedDict):
-    """A bounded dict; values keep their key's jaxpr alive, so ids stay unique."""
-
-    def get_or(self, key, make):
-        hit = self.get(key)
-        if hit is not None:
-            self.move_to_end(key)
-            return hit
-        value = self[key] = make()
-        if len(self) > _CACHE_SIZE:
-            self.popitem(last=False)
-        return value
-
-
-def _cache():
-    c = _LRU()
-    _caches.append(c)
-    return c
-
-
-def clear_rule_caches():
-    for c in _caches:
-        c.clear()
+# `clear_rule_caches` (of call_rules) is re-exported: `jit.clear_caches` calls it
+__all__ = ["Executable", "clear_rule_caches", "compile_closed", "jit_p"]
 
 
 # ---- compilation ---------------------------------------------------------------------------
@@ -166,7 +136,7 @@ def _jit_abstract_eval(*avals, jaxpr, name, donated):
     return jaxpr.out_avals
 
 
-_executables = _cache()
+_executables = rule_cache()
 
 
 @jit_p.def_impl
@@ -180,34 +150,22 @@ def _jit_impl(*args, jaxpr, name, donated):
     return _executables.get_or(key, make)[1].call(list(args))
 
 
-def _bind(args, jaxpr, consts, name):
-    return jit_p.bind(*consts, *args, jaxpr=jaxpr, name=name,
-                      donated=(False,) * (len(consts) + len(args)))
+def _rebind(params, jaxpr, n_operands, role):
+    """The params of a jit derived from `params` by a call rule (see call_rules): it
+    donates nothing, and is named after the transformation that made it."""
+    name = params["name"]
+    if role in ("jvp", "transpose", "vmap"):
+        name = f"{role}({name})"
+    return dict(jaxpr=jaxpr, name=name, donated=(False,) * n_operands)
 
 
-_jvp_jaxprs = _cache()
+def _everything_saveable(params):
+    """Linearizing a jit keeps every intermediate the tangent computation reads."""
+    return _save_everything
 
 
-def _jit_jvp(primals, tangents, *, jaxpr, name, donated):
-    nonzero = tuple(type(t) is not Zero and is_differentiable(aval_of(p))
-                    for p, t in zip(primals, tangents))
-    n_out = len(jaxpr.outvars)
-
-    def make():
-        return (jaxpr, *jvp_call_jaxpr(jaxpr, jaxpr.in_avals, nonzero, f"jvp({name})"))
-
-    t_key = tuple(aval_of(t) if nz else None for t, nz in zip(tangents, nonzero))
-    _, jvp_jaxpr, consts = _jvp_jaxprs.get_or((id(jaxpr), nonzero, t_key), make)
-    ts = [t for t, nz in zip(tangents, nonzero) if nz]
-    outs = _bind([*primals, *ts], jvp_jaxpr, consts, f"jvp({name})")
-    return outs[:n_out], outs[n_out:]
-
-
-def _everything_saveable(prim, *avals, **params):
+def _save_everything(prim, *avals, **params):
     return True
-
-
-_splits = _cache()
 
 
 def _runs_to_differentiate_again(jaxpr):
@@ -218,7 +176,7 @@ def _runs_to_differentiate_again(jaxpr):
                       for j in sub_jaxprs(eqn.params)) for eqn in jaxpr.eqns)
 
 
-_runs = _cache()
+_runs = rule_cache()
 
 
 def _linearize_here(jaxpr, args, unknowns):
@@ -231,85 +189,5 @@ def _linearize_here(jaxpr, args, unknowns):
     return any(d for _, d in known) and all(v is not None for v, _ in known)
 
 
-def _jit_partial_eval(trace, args, params):
-    jaxpr, name = params["jaxpr"], params["name"]
-    unknowns = tuple(trace.is_unknown(x) for x in args)
-    if not any(unknowns):
-        with set_current_trace(trace.parent):
-            return jit_p.bind(*args, **params)
-    if _linearize_here(jaxpr, args, unknowns):
-        return eval_jaxpr(jaxpr, [], *args)
-    def make():
-        return (jaxpr, *partial_eval_jaxpr(jaxpr, list(unknowns), _everything_saveable))
-
-    _, known, staged, out_unknowns, num_res = _splits.get_or((id(jaxpr), unknowns), make)
-    known_args = [x for x, u in zip(args, unknowns) if not u]
-    with set_current_trace(trace.parent):
-        known_outs = _bind(known_args, known, [], name)
-    n_known = len(known_outs) - num_res
-    residuals = known_outs[n_known:]
-    unknown_args = [x for x, u in zip(args, unknowns) if u]
-    operands = [*residuals, *unknown_args]
-    staged_outs = StagingTrace.process_primitive(
-        trace, jit_p, operands,
-        dict(jaxpr=staged, name=name, donated=(False,) * len(operands)))
-    known_it, staged_it = iter(known_outs[:n_known]), iter(staged_outs)
-    return [next(staged_it) if u else next(known_it) for u in out_unknowns]
-
-
-_transposes = _cache()
-
-
-def _jit_transpose(cts, *args, jaxpr, name, donated):
-    linear = tuple(is_undefined(a) for a in args)
-    residuals = [a for a, lin in zip(args, linear) if not lin]
-    ct_zero = tuple(type(c) is Zero for c in cts)
-    nz_cts = [c for c, z in zip(cts, ct_zero) if not z]
-
-    def make():
-        n_res = len(residuals)
-
-        def transpose_fun(*xs):
-            res, ct_it = iter(xs[:n_res]), iter(xs[n_res:])
-            values = [None if lin else next(res) for lin in linear]
-            cts_out = [Zero(v.aval) if z else next(ct_it)
-                       for v, z in zip(jaxpr.outvars, ct_zero)]
-            cts_in = backward_pass(jaxpr, [], list(linear), values, cts_out)
-            return [instantiate(c) for c, lin in zip(cts_in, linear) if lin]
-
-        avals = [aval_of(r) for r in residuals] + [aval_of(c) for c in nz_cts]
-        return (jaxpr, *trace_closed_over(transpose_fun, avals, f"transpose({name})"))
-
-    r_key = tuple(aval_of(r) for r in residuals)
-    _, t_jaxpr, consts = _transposes.get_or((id(jaxpr), linear, ct_zero, r_key), make)
-    outs = iter(_bind([*residuals, *nz_cts], t_jaxpr, consts, f"transpose({name})"))
-    return [next(outs) if lin else None for lin in linear]
-
-
-_batched = _cache()
-
-
-def _jit_batching(axis, args, dims, *, jaxpr, name, donated):
-    key = (id(jaxpr), tuple(dims), axis.size, axis.name)
-
-    def make():
-        return (jaxpr, *batch_call_jaxpr(jaxpr, axis, list(dims), name=f"vmap({name})"))
-
-    _, batched, consts, out_dims = _batched.get_or(key, make)
-    return _bind(list(args), batched, consts, f"vmap({name})"), out_dims
-
-
-def _no_donation(params, n):
-    return dict(params, donated=(False,) * n)
-
-
-def _jit_partial_eval_jaxpr(eqn, unknowns, saveable):
-    """A jit nested in a jaxpr being split: its known part runs with the known values."""
-    return split_call_eqn(eqn, unknowns, _everything_saveable, extra=_no_donation)
-
-
-jit_p.def_jvp(_jit_jvp)
-jit_p.def_rule("partial_eval_jaxpr", _jit_partial_eval_jaxpr)
-jit_p.def_rule("partial_eval", _jit_partial_eval)
-jit_p.def_transpose(_jit_transpose)
-jit_p.def_batching(_jit_batching)
+def_call_rules(jit_p, rebind=_rebind, saveable=_everything_saveable,
+               name=lambda params: params["name"], linearize_here=_linearize_here)

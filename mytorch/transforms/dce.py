@@ -3,9 +3,15 @@
 An equation stays when an output of the jaxpr needs one of its results, or when it has
 an effect: its primitive is `effectful` (a debug callback must run even though nobody
 reads its result), or it is a call (a primitive with an `inline_param`) whose jaxpr holds
-an effectful equation. The operands of kept equations are live in turn. Sub-jaxprs held
-in params are not pruned here: `optimize` runs `dce_jaxpr` on each, which keeps every
-output (a loop body's carries), so their signatures never change.
+an effectful equation. The operands of kept equations are live in turn.
+
+A primitive may register a "dce" rule, `rule(eqn, used_outputs) -> eqn`, called for a
+kept equation with a result nobody reads; the equation it returns has only the used
+outputs, and operands that become dead are dropped from it. Call primitives (see
+`call_rules`) return the call of their jaxpr pruned to the used outputs, without the
+operands that pruned jaxpr no longer reads. Other sub-jaxprs held in params are not
+pruned here: `optimize` runs `dce_jaxpr` on each, which keeps every output (a loop body's
+carries), so their signatures never change.
 """
 
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, sub_jaxprs
@@ -20,7 +26,7 @@ def dce_jaxpr(jaxpr):
     >>> len(closed.eqns), len(dce_jaxpr(closed.jaxpr).eqns)
     (2, 1)
     """
-    kept, _ = _live_eqns(jaxpr)
+    kept, _ = dce_live(jaxpr)
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.outvars, jaxpr.debug_name)
 
 
@@ -31,20 +37,32 @@ def dce_closed(closed):
       A new ClosedJaxpr with the same invars and outvars.
     """
     jaxpr = closed.jaxpr
-    kept, live = _live_eqns(jaxpr)
+    kept, live = dce_live(jaxpr)
     pairs = [(v, c) for v, c in zip(jaxpr.constvars, closed.consts, strict=True) if v in live]
     jaxpr = Jaxpr([v for v, _ in pairs], jaxpr.invars, kept, jaxpr.outvars, jaxpr.debug_name)
     return ClosedJaxpr(jaxpr, [c for _, c in pairs])
 
 
-def _live_eqns(jaxpr):
-    """(the equations to keep, in order; the set of values they and the outputs read)."""
+def dce_live(jaxpr):
+    """(the equations of `jaxpr` to keep, in order, some replaced by their "dce" rule; the
+    set of values they and the outputs read)."""
     live = set(jaxpr.outvars)  # Literals and DropVars in the set are harmless: never bound
     kept = []
     for eqn in reversed(jaxpr.eqns):
         outs = eqn.outvars
-        if (outs[0] in live if len(outs) == 1 else any(v in live for v in outs)) \
-                or has_effects(eqn):
+        if len(outs) == 1:
+            if outs[0] in live or has_effects(eqn):
+                kept.append(eqn)
+                live.update(eqn.invars)
+            continue
+        used = [v in live for v in outs]
+        if any(used):
+            prune = eqn.primitive.rules.get("dce") if not all(used) else None
+            if prune is not None:
+                eqn = prune(eqn, used)
+            kept.append(eqn)
+            live.update(eqn.invars)
+        elif has_effects(eqn):
             kept.append(eqn)
             live.update(eqn.invars)
     kept.reverse()

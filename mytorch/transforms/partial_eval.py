@@ -134,8 +134,9 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
 def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
     """The "partial_eval_jaxpr" rule of a call primitive whose `param` holds a constant-free
     jaxpr: (known equation, staged equation, output-unknown flags). The known equation
-    also returns the residuals the staged one reads first. `extra(params, n_operands)`
-    fixes up params that depend on the operands (e.g. jit's donation flags)."""
+    also returns the residuals the staged one reads first. `extra(params, n_operands,
+    role)`, role "known" or "staged", fixes up params that depend on the operands (e.g.
+    jit's donation flags)."""
     from mytorch.core.jaxpr import Jaxpr, Var
 
     params = eqn.params
@@ -159,8 +160,8 @@ def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
     staged_in = res + [v for v, u in zip(eqn.invars, unknowns) if u]
     known_params, staged_params = dict(params, **{param: known}), dict(params, **{param: staged})
     if extra is not None:
-        known_params = extra(known_params, len(known_in))
-        staged_params = extra(staged_params, len(staged_in))
+        known_params = extra(known_params, len(known_in), "known")
+        staged_params = extra(staged_params, len(staged_in), "staged")
     known_eqn = eqn.replace(
         invars=known_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + fresh,
         params=known_params)
