@@ -19,15 +19,14 @@ not donated, 0-d values and anything of unknown provenance never are. A buffer t
 still reads is not reused until the view dies.
 """
 
-import dataclasses
+from typing import NamedTuple
 
 from mytorch.core.jaxpr import Var
 
 FRESH, VIEW = "fresh", "view"
 
 
-@dataclasses.dataclass(frozen=True)
-class Emitted:
+class Emitted(NamedTuple):  # a tuple: built once per equation, cheaply
     """What an emitter emitted for an equation's one result: `expr`, the source computing
     it, and what that value is: `kind` FRESH (a new buffer the program owns), VIEW (a view of
     operand `of`) or None (unknown: never reused). `expanded`, for a broadcast of operand 0,
@@ -108,21 +107,25 @@ class BufferPlanner:
         if owned and v.aval.shape:
             self._owned.add(v)
 
-    def record(self, eqn, names, result):
-        """Track the outputs of `eqn` (`names`: their buffer names, None for dropped ones) as
-        `result` (an `Emitted`, or None for a kernel call) says: a view of a variable shares
-        its root; a fresh value is owned; anything else is a read-only root."""
+    def record(self, eqn, result, names):
+        """Track the outputs of `eqn` as `result` (an `Emitted`, or None for a kernel call)
+        says: a view of a variable shares its root; a fresh value is owned; anything else
+        is a read-only root. `names` maps each output variable to its buffer's name."""
         kind = result.kind if result is not None else None
         src = eqn.invars[result.of] if kind == VIEW else None
-        for v, name in zip(eqn.outvars, names, strict=True):
+        for v in eqn.outvars:
             if type(v) is not Var:
                 continue
             if type(src) is Var:
                 r = self._root[src]
                 self._root[v] = r
                 self._live[r] += 1
-            else:
-                self.define(v, name, owned=kind == FRESH)
+            else:  # define(), inlined: this runs for every equation
+                self._root[v] = v
+                self._live[v] = 1
+                self._name[v] = names[v]
+                if kind == FRESH and v.aval.shape:
+                    self._owned.add(v)
 
     # ---- where to write --------------------------------------------------------------------
     def buffer_for(self, eqn, pos, in_place, only=None):
@@ -137,16 +140,20 @@ class BufferPlanner:
             for i, v in enumerate(eqn.invars):
                 if only is not None and (i not in only or eqn.invars.count(v) > 1):
                     continue
-                if (type(v) is Var and v.aval.shape == aval.shape
-                        and v.aval.dtype == aval.dtype and self._claimable(v, pos)):
+                if (type(v) is Var and self.last_use.get(v) == pos and v in self._owned
+                        and self._root[v] is v and self._live[v] == 1
+                        and v not in self._consumed and v.aval.shape == aval.shape
+                        and v.aval.dtype == aval.dtype):
                     self._consumed.add(v)
                     return self._name[v]
-        return self.take(aval)
+        free = self._pool.get((aval.shape, aval.dtype))  # take(aval), called per equation
+        return free.pop() if free else None
 
     def overwrite(self, v, pos):
         """Claim `v`'s buffer for a result computed at `pos`: its name if `v` dies there and
         nothing else can read it (an owned buffer that no live view shares), else None."""
-        if self.reuse and type(v) is Var and self._claimable(v, pos):
+        if (self.reuse and type(v) is Var and self.last_use.get(v) == pos and v in self._owned
+                and self._root[v] is v and self._live[v] == 1 and v not in self._consumed):
             self._consumed.add(v)
             return self._name[v]
         return None
@@ -157,10 +164,6 @@ class BufferPlanner:
             return None
         free = self._pool.get((aval.shape, aval.dtype))
         return free.pop() if free else None
-
-    def _claimable(self, v, pos):
-        return (self.last_use.get(v) == pos and v in self._owned and self._root[v] is v
-                and self._live[v] == 1 and v not in self._consumed)
 
     # ---- what dies -------------------------------------------------------------------------
     def release(self, eqns, pos):

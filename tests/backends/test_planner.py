@@ -47,7 +47,9 @@ class _Driver:
         eqn = self.jaxpr.eqns[self.pos]
         got = self.planner.buffer_for(eqn, self.pos, **ask) if ask else None
         out = {FRESH: fresh("e"), VIEW: view("e", 0), None: None}[result]
-        self.planner.record(eqn, [self._name(v) for v in eqn.outvars], out)
+        for v in eqn.outvars:
+            self._name(v)
+        self.planner.record(eqn, out, self.names)
         self.planner.release([eqn], self.pos)
         self.pos += 1
         return got

@@ -194,8 +194,9 @@ class Generator:
                 self._track(eqn, None)
                 return
         if fn is not None and not prim.multiple_results:
-            out = emitted(fn(self, eqn, [self.src(v, inline_ok(eqn, v), flush=False)
-                                         for v in eqn.invars]))
+            out = emitted(fn(self, eqn, [  # only a literal may be written as a scalar
+                self.src(v, type(v) is Literal and inline_ok(eqn, v), flush=False)
+                for v in eqn.invars]))
             if out is not None:
                 for v in eqn.invars:  # pending broadcasts the expression does read
                     if v in self.pending and re.search(rf"\b{self.names[v]}\b", out.expr):
@@ -226,7 +227,7 @@ class Generator:
     def _track(self, eqn, out):
         """Hand the planner what `eqn` produced (`out`: its `Emitted`, None when unknown),
         then check it for NaNs under debug_nans."""
-        self.planner.record(eqn, [self.names.get(v) for v in eqn.outvars], out)
+        self.planner.record(eqn, out, self.names)
         if self.debug_nans:
             self._emit_nan_check(eqn)
 

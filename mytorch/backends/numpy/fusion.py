@@ -172,7 +172,8 @@ def emit_run(gen, eqns, run, pos):
             else:
                 bg.target = f"s{len(scratch)}"
                 scratch.append(out.aval.dtype)
-        args = [_block_src(gen, local, v, inline_ok(e, v)) for v in e.invars]
+        args = [_block_src(gen, local, v, type(v) is Literal and inline_ok(e, v))
+                for v in e.invars]
         expr = _emit(e, bg, args)
         name = bg.target
         local[out] = name
