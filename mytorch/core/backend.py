@@ -1,13 +1,17 @@
 """The backend registry: devices, buffers, eager kernels and compilers, keyed by platform.
 
 Backends (mytorch/backends/*) register themselves here; core never imports them. A backend
-compiles a jaxpr through `compile(jaxpr, consts, CompileOptions(...))`.
+compiles a jaxpr through `compile(jaxpr, consts, CompileOptions(...))`. A call or loop
+primitive (kind "call": scan, while, cond ...) run eagerly without a kernel of its own is
+compiled as a program of one equation and run by the same compiler (`call_kernel`).
 """
 
+import collections
 import dataclasses
 
 import numpy as np
 
+from mytorch.core.config import config
 from mytorch.core.source_info import user_error
 
 _BACKENDS = {}
@@ -118,6 +122,35 @@ class Backend:
             self.kernels[prim] = fn
         return fn
 
+    def call_kernel(self, prim, in_avals, params, device):
+        """fn(*buffers) -> list of buffers running the call primitive `prim` on operands of
+        `in_avals` (ShapedArrays, weak types included) on `device`.
+
+        `prim`'s own kernel where it has one; otherwise `prim` compiled as a jaxpr of one
+        equation (operands as inputs, `params`, results of the abstract evaluation's avals)
+        by `compile`, after the optimisation pipeline (`set_call_pipeline`). Compiled
+        functions are cached (least recently used dropped) on the primitive, the structure
+        of its params (jaxprs compare by structure, so a loop traced again from the same
+        code hits), the operand avals, the device and `config.debug_nans`."""
+        fn = self.kernels.get(prim) or prim.lowerings.get(self.platform)
+        if fn is not None:
+            return lambda *bufs: fn(*bufs, **params)
+        keep = []  # values keyed by identity, kept alive with the entry so ids stay unique
+        key = (prim, _params_key(params, keep), tuple(in_avals), device, config.debug_nans)
+        hit = _CALLS.get(key)
+        if hit is not None:
+            _CALLS.move_to_end(key)
+            return hit[0]
+        closed = _CALL_PIPELINE[0](_one_equation(prim, in_avals, params))
+        # (the name is the generated function's: `while` alone is a Python keyword)
+        options = CompileOptions(device=device, debug_nans=config.debug_nans,
+                                 name=f"{prim.name}_eager")
+        fn, _ = self.compile(closed.jaxpr, closed.consts, options)
+        _CALLS[key] = (fn, params, keep)
+        if len(_CALLS) > _CALLS_SIZE:
+            _CALLS.popitem(last=False)
+        return fn
+
     def register(self, prim):
         """Decorator: register the eager kernel of `prim` on this backend."""
 
@@ -166,6 +199,88 @@ class Backend:
     def generate(self, jaxpr, consts, options):
         """The backend's compiler behind `compile` (options already checked)."""
         raise NotImplementedError(f"the {self.platform} backend has no compiler")
+
+
+# the compiled call primitives (Backend.call_kernel): key -> (fn, what the key holds by id)
+_CALLS, _CALLS_SIZE = collections.OrderedDict(), 256
+# what runs on a call primitive's one-equation program before it is compiled: the
+# optimisation pipeline registers itself (transforms sit above core)
+_CALL_PIPELINE = [lambda closed: closed]
+
+
+def set_call_pipeline(fn):
+    """Make `fn(ClosedJaxpr) -> ClosedJaxpr` what eagerly run call primitives go through
+    before they are compiled (`transforms.optimize.optimize` registers itself)."""
+    _CALL_PIPELINE[0] = fn
+    _CALLS.clear()
+
+
+def _one_equation(prim, in_avals, params):
+    """The ClosedJaxpr of one `prim` equation on inputs of `in_avals`."""
+    # imported here: jaxpr.py imports the trace, which imports the arrays, which import
+    # this module
+    from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+
+    invars = [Var(a) for a in in_avals]
+    outvars = [Var(a) for a in prim.abstract_eval(*in_avals, **params)]
+    return ClosedJaxpr(Jaxpr([], invars, [JaxprEqn(prim, invars, params, outvars)], outvars,
+                             prim.name), [])
+
+
+def _params_key(params, keep):
+    """A hashable key of an equation's params: jaxprs by structure (`_jaxpr_key`), other
+    unhashable values by identity (appended to `keep`)."""
+    return tuple((name, _value_key(value, keep)) for name, value in params.items())
+
+
+def _value_key(value, keep):
+    kind = type(value)
+    if kind in _SCALARS:
+        return (kind, value)
+    if kind is float or isinstance(value, np.floating):
+        return (kind, float(value).hex())  # tells -0.0 from 0.0 (and NaN from NaN)
+    if kind is tuple or kind is list:
+        return (kind, tuple(_value_key(v, keep) for v in value))
+    name = kind.__name__
+    if name == "Jaxpr" and hasattr(value, "eqns"):
+        return _jaxpr_key(value, keep)
+    if name == "ClosedJaxpr" and hasattr(value, "consts"):
+        return (_jaxpr_key(value.jaxpr, keep), tuple(_identity(c, keep) for c in value.consts))
+    if isinstance(value, (np.generic, np.dtype)):
+        return (kind, value)
+    return _identity(value, keep)  # arrays, functions, other objects: the same one
+
+
+_SCALARS = frozenset({int, bool, str, type(None)})
+
+
+def _identity(value, keep):
+    keep.append(value)
+    return ("id", id(value))
+
+
+def _jaxpr_key(jaxpr, keep):
+    """The structure of `jaxpr`: its variables numbered in order of definition, each
+    equation's primitive, params (recursively), operands, result types and source line
+    (which debug_nans and error messages name). Equal keys mean the same program."""
+    numbers = {}
+    for v in (*jaxpr.constvars, *jaxpr.invars):
+        numbers[v] = len(numbers)
+
+    def operand(v):
+        number = numbers.get(v)
+        return number if number is not None else ("lit", v.aval, _value_key(v.val, keep))
+
+    eqns = []
+    for e in jaxpr.eqns:
+        info = e.source_info
+        eqns.append((e.primitive, _params_key(e.params, keep), tuple(map(operand, e.invars)),
+                     tuple((o.aval, type(o).__name__) for o in e.outvars),
+                     None if info is None else (info.filename, info.lineno)))
+        for o in e.outvars:
+            numbers[o] = len(numbers)
+    return (tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars),
+            tuple(eqns), tuple(map(operand, jaxpr.outvars)))
 
 
 def register_backend(backend):

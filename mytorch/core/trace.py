@@ -218,7 +218,8 @@ def to_concrete(x):
 
 
 class EvalTrace(Trace):
-    """The trace at the bottom: runs each primitive's kernel eagerly."""
+    """The trace at the bottom: runs each primitive's kernel eagerly (a call primitive
+    without an `impl` runs compiled by its device's backend)."""
 
     __slots__ = ()
 
@@ -235,9 +236,13 @@ class EvalTrace(Trace):
             return prim.impl(*arrays, **params)
         device = arrays[0].device if arrays else _default_device()
         backend = device.backend
-        outs = backend.kernel(prim)(*[a._buf for a in arrays], **params)
-        if not prim.multiple_results:
-            outs = (outs,)
+        if prim.kind == "call":  # compiled as one equation (see Backend.call_kernel)
+            outs = backend.call_kernel(prim, [a.aval for a in arrays], params, device)(
+                *[a._buf for a in arrays])
+        else:
+            outs = backend.kernel(prim)(*[a._buf for a in arrays], **params)
+            if not prim.multiple_results:
+                outs = (outs,)
         results = [
             ArrayImpl(backend.coerce(o, aval.dtype), aval.weak_type, device)
             for o, aval in zip(outs, out_avals, strict=True)

@@ -156,30 +156,3 @@ def normalize_shape(shape, op):
     if any(d < 0 for d in shape):
         raise ValueError(f"{op}: shape {shape} has a negative dimension")
     return shape
-
-
-def _owner(a):
-    """The object owning the memory of the NumPy array `a` (the end of its .base chain)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a if a.base is None else a.base
-
-
-def buffer_owners(arrays):
-    """The ids of the memory owners of `arrays` (for `unaliased`)."""
-    return {id(_owner(a)) for a in arrays if isinstance(a, np.ndarray)}
-
-
-def unaliased(values, owners):
-    """`values` (NumPy buffers a loop produced) with copies of those whose memory belongs
-    to one of `owners` (`buffer_owners` of the loop's operands). A loop of zero steps, or
-    a body passing a carry or a constant through, returns its operands' buffers: compiled
-    code treats a loop's results as buffers of its own, which it overwrites once they die,
-    so they must not be the operands' buffers."""
-    out = []
-    for v in values:  # (hot: once per loop step) a fresh buffer owns itself: one look-up
-        if type(v) is np.ndarray and (id(v) in owners or v.base is not None
-                                      and id(_owner(v)) in owners):
-            v = np.array(v)
-        out.append(v)
-    return out

@@ -171,12 +171,6 @@ def _cond_abstract_eval(index, *avals, branches):
     return branches[0].out_avals
 
 
-@cond_p.def_impl
-def _cond_impl(index, *args, branches):
-    i = min(max(int(np.asarray(index)), 0), len(branches) - 1)
-    return eval_jaxpr(branches[i], [], *args)
-
-
 # ---- forward mode ----------------------------------------------------------------------
 def _cond_jvp(primals, tangents, *, branches):
     index, args = primals[0], primals[1:]

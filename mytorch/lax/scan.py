@@ -15,29 +15,22 @@ opposite direction over the stacked residuals (nothing is recomputed); batching 
 scanned axis at 0 (batched xs and ys carry their batch dimension at 1).
 """
 
-import numpy as np
-
 from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
-from mytorch.core.array import ArrayImpl
 from mytorch.core.aval import ShapedArray
-from mytorch.core.backend import CompileOptions, default_device
-from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
-from mytorch.lax._utils import buffer_owners, unaliased
-from mytorch.lax.tape import as_array
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
 from mytorch.transforms.jvp import jvp_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["scan", "fori_loop", "map", "scan_p", "scan_loop", "transpose_body",
+__all__ = ["scan", "fori_loop", "map", "scan_p", "transpose_body",
            "carry_cotangents"]
 
 
@@ -77,96 +70,6 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     # the loop's results have the body's types, weak types included (as in JAX)
     ys = [ShapedArray((length, *a.shape), a.dtype, a.weak_type) for a in body_out[num_carry:]]
     return list(carry_out) + ys
-
-
-def _steps(length, reverse):
-    return range(length - 1, -1, -1) if reverse else range(length)
-
-
-def scan_loop(body, num_consts, num_carry, length, reverse, y_specs, *args):
-    """Run `body(*consts, *carry, *x_slices) -> [*carry, *y_slices]` (NumPy buffers)
-    `length` times, writing the ys into buffers preallocated with np.empty.
-
-    Returns [*final carry, *stacked ys], the ys of shape (length, *y_shape). Used by the
-    NumPy code generator's lowering and by the eager path of long scans."""
-    consts = args[:num_consts]
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = args[num_consts + num_carry:]
-    ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
-    rows = list(zip(*xs)) if xs else [()] * length  # the x-slices of each step, as views
-    for i in _steps(length, reverse):
-        outs = body(*consts, *carry, *rows[i])
-        carry = outs[:num_carry]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = y
-    return [*unaliased([np.asarray(c) for c in carry], buffer_owners(args)), *ys]
-
-
-_COMPILED, _EAGER_COMPILE_MIN_LENGTH = {}, 16
-
-
-def _compiled_body(jaxpr, device):
-    """The body compiled by `device`'s backend (cached per jaxpr and device), or None under
-    debug_nans, which checks op by op."""
-    if config.debug_nans:
-        return None
-    fn = _COMPILED.get((jaxpr, device))
-    if fn is None:
-        from mytorch.transforms.optimize import optimize  # optimize's passes import lax
-
-        closed = optimize(ClosedJaxpr(jaxpr, []))
-        options = CompileOptions(device=device, name="scan_body")
-        fn, _ = device.backend.compile(closed.jaxpr, closed.consts, options)
-        if len(_COMPILED) >= 64:
-            _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[jaxpr, device] = fn
-    return fn
-
-
-def _device_of(args):
-    """The device of the first array operand (the default device where there is none)."""
-    for a in args:
-        if isinstance(a, ArrayImpl):
-            return a.device
-    return default_device()
-
-
-@scan_p.def_impl
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    """Eager: a long scan runs its body compiled by the backend; a short one evaluates the
-    body jaxpr once per step. The ys are stacked in NumPy buffers."""
-    out_avals = [v.aval for v in jaxpr.outvars]
-    y_specs = [(a.shape, np.dtype(a.dtype)) for a in out_avals[num_carry:]]
-    body = (_compiled_body(jaxpr, _device_of(args)) if length >= _EAGER_COMPILE_MIN_LENGTH
-            else None)
-    if body is not None:
-        outs = scan_loop(body, num_consts, num_carry, length, reverse, y_specs,
-                         *[np.asarray(a) for a in args])
-        return [_as_result(o, a) for o, a in zip(outs, _result_avals(jaxpr, num_carry, length))]
-    consts, carry, xs = _groups(args, num_consts, num_carry)
-    xs_np = [np.asarray(x) for x in xs]
-    ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
-    for i in _steps(length, reverse):
-        outs = eval_jaxpr(jaxpr, [], *consts, *carry, *[as_array(x[i]) for x in xs_np])
-        carry = list(outs[:num_carry])
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = np.asarray(y)
-    return [_as_result(o, a)
-            for o, a in zip([*carry, *ys], _result_avals(jaxpr, num_carry, length))]
-
-
-def _as_result(value, aval):
-    """A concrete result of `aval`'s dtype and weak type."""
-    out = as_array(value, aval)
-    out._weak = aval.weak_type
-    return out
-
-
-def _result_avals(jaxpr, num_carry, length):
-    """The types of a scan's results (see _scan_abstract_eval)."""
-    out = [v.aval for v in jaxpr.outvars]
-    return out[:num_carry] + [ShapedArray((length, *a.shape), a.dtype, a.weak_type)
-                              for a in out[num_carry:]]
 
 
 # ---- forward mode ------------------------------------------------------------------------

@@ -29,8 +29,7 @@ from mytorch.lax._carry import (
 )
 from mytorch.lax._masking import fed_dims, feed, guard, guard_linear
 from mytorch.lax._utils import asarray, leaves_as_arrays
-from mytorch.lax.tape import TAPE_DTYPE, tape_aval
-from mytorch.lax.while_tape import tape_scan_p, while_tape_p
+from mytorch.lax.while_tape import TAPE_DTYPE, tape_aval, tape_scan_p, while_tape_p
 from mytorch.transforms.batching import batch_flat, batch_jaxpr
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
@@ -152,23 +151,6 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
             f" carries [{', '.join(a.str_short() for a in carry)}], body outputs "
             f"[{', '.join(a.str_short() for a in body_out)}]")
     return body_out  # the body's types, weak types included (as in JAX)
-
-
-@while_p.def_impl
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, checkpoint_every):
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    while bool(np.asarray(eval_jaxpr(cond_jaxpr, [], *cc, *carry)[0])):
-        carry = eval_jaxpr(body_jaxpr, [], *bc, *carry)
-    return [_with_weak_type(x, v.aval) for x, v in zip(carry, body_jaxpr.outvars)]
-
-
-def _with_weak_type(x, aval):
-    """The concrete `x` with `aval`'s weak type (a loop of no steps returns its operand)."""
-    if x.weak_type == aval.weak_type:
-        return x
-    from mytorch.core.array import ArrayImpl
-
-    return ArrayImpl(x._buf, aval.weak_type, x.device)
 
 
 # ---- forward mode --------------------------------------------------------------------------

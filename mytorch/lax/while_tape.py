@@ -5,7 +5,8 @@ when the program runs (the loop is staged under jit, or nested in a cond/scan bo
     tangent carries = tape_scan(tape, consts, tangent carries)            # linear part
 
 `while_tape`'s body maps (body consts, carries) to (carries, residual rows[, mask]); each
-iteration pushes its rows on the tape (`mytorch.lax.tape`). `tape_scan` is a scan whose xs
+iteration pushes its rows on the tape (a value of `tape_aval`, an object-dtype array whose
+buffer each backend defines: the NumPy one in `mytorch.backends.numpy.tape`). `tape_scan` is a scan whose xs
 are the tape's rows, read in order (or reversed): its `jaxpr` maps (consts, carries, rows
 [, mask]) to carries. Its transpose is a `tape_scan` in the opposite direction over the
 same tape, so `jit(grad(f))` of a `while_loop` runs the forward loop once, recording, and
@@ -22,41 +23,30 @@ import numpy as np
 
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable
 from mytorch.core.aval import ShapedArray
-from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
+from mytorch.core.jaxpr import Jaxpr, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._masking import fed_dims, feed, guard_linear
-from mytorch.lax._utils import buffer_owners, unaliased
-from mytorch.lax.tape import TAPE_DTYPE, as_array, run_while_tape, tape_aval, tape_steps
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
+from mytorch.transforms.dce import dce_jaxpr
 from mytorch.transforms.fixpoint import fixpoint
 
-__all__ = ["while_tape_p", "tape_scan_p", "run_tape_scan", "prune_tape_rows"]
+__all__ = ["while_tape_p", "tape_scan_p", "TAPE_DTYPE", "tape_aval"]
 
 while_tape_p = Primitive("while_tape", multiple_results=True, kind="call")
 tape_scan_p = Primitive("tape_scan", multiple_results=True, kind="call")
 
 
-def _numpy_fn(jaxpr, device):
-    """`jaxpr` as a function of NumPy buffers returning a list of buffers: compiled by
-    `device`'s backend (cached), or evaluated equation by equation where it cannot be."""
-    from mytorch.lax.scan import _compiled_body
-
-    fn = _compiled_body(jaxpr, device)
-    if fn is not None:
-        return fn
-    return lambda *xs: [np.asarray(o._buf) for o in eval_jaxpr(jaxpr, [], *map(as_array, xs))]
+# a tape's type: object dtype, of the batch shape (its buffers are the backend's business)
+TAPE_DTYPE = np.dtype(object)
 
 
-def run_tape_scan(step_fn, num_consts, reverse, batch_shape, n_rows, args):
-    """Run a `tape_scan` on NumPy buffers: `args` = (tape, *consts, *carries)."""
-    consts, carry = args[1:1 + num_consts], list(args[1 + num_consts:])
-    for rows in tape_steps(args[0], batch_shape, reverse, n_rows):
-        carry = step_fn(*consts, *carry, *rows)
-    return unaliased(carry, buffer_owners(args))
+def tape_aval(batch_shape=()):
+    """The abstract value of a tape (of `batch_shape` tapes)."""
+    return ShapedArray(batch_shape, TAPE_DTYPE)
 
 
 # ---- while_tape ------------------------------------------------------------------------------
@@ -65,17 +55,6 @@ def _while_tape_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body
                               num_carry, batch_shape, every):
     carry = avals[cond_nconsts + body_nconsts:]
     return [a.strip_weak() for a in carry] + [tape_aval(batch_shape)]
-
-
-@while_tape_p.def_impl
-def _while_tape_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, num_carry,
-                     batch_shape, every):
-    bufs = [np.asarray(a._buf) for a in args]
-    device = args[0].device
-    outs = run_while_tape(_numpy_fn(cond_jaxpr, device), _numpy_fn(body_jaxpr, device),
-                          cond_nconsts, body_nconsts, num_carry, batch_shape, every, bufs)
-    avals = [v.aval for v in body_jaxpr.outvars[:num_carry]]
-    return [*[as_array(o, a) for o, a in zip(outs, avals)], as_array(outs[-1])]
 
 
 def _while_tape_jvp(primals, tangents, **params):
@@ -167,14 +146,6 @@ def _tape_scan_abstract_eval(tape, *avals, jaxpr, num_consts, num_carry, reverse
         raise TypeError(f"tape_scan has {len(avals)} consts and carries, its step takes "
                         f"{num_consts} + {num_carry}")
     return [ShapedArray(v.aval.shape, v.aval.dtype) for v in jaxpr.outvars]
-
-
-@tape_scan_p.def_impl
-def _tape_scan_impl(*args, jaxpr, num_consts, num_carry, reverse, batch_shape):
-    bufs = [np.asarray(a._buf) for a in args]
-    outs = run_tape_scan(_numpy_fn(jaxpr, args[0].device), num_consts, reverse, batch_shape,
-                         _n_rows(jaxpr, num_consts, num_carry, batch_shape), bufs)
-    return [as_array(o, v.aval) for o, v in zip(outs, jaxpr.outvars)]
 
 
 def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse,
@@ -301,63 +272,40 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
 tape_scan_p.def_batching(_tape_scan_batching)
 
 
-# ---- pruning rows nothing reads --------------------------------------------------------------
-def _read_vars(jaxpr):
-    return {v for e in jaxpr.eqns for v in e.invars if type(v) is Var} | {
-        v for v in jaxpr.outvars if type(v) is Var}
+# ---- the tape's rows, for the pruning pass (transforms/tape_rows.py) ----------------------
+def _recorded_rows(eqn):
+    """The "tape_record" rule: (the tape's output position, the rows each step records:
+    body outputs, rebuild(kept) -> the equation recording only the rows flagged)."""
+    p, body = eqn.params, eqn.params["body_jaxpr"]
+    n_carry, n_mask = p["num_carry"], 1 if p["batch_shape"] else 0
+    rows = body.outvars[n_carry:len(body.outvars) - n_mask]
+
+    def rebuild(kept):
+        outs = [*body.outvars[:n_carry], *[v for v, k in zip(rows, kept) if k],
+                *body.outvars[n_carry + len(rows):]]
+        new = dce_jaxpr(Jaxpr([], body.invars, body.eqns, outs, body.debug_name))
+        return eqn.replace(params=dict(p, body_jaxpr=new))
+
+    return len(eqn.outvars) - 1, rows, rebuild
 
 
-def _row_vars(eqn):
-    """The row variables of a `tape_scan` step (the mask, if any, excluded)."""
-    p = eqn.params
+def _read_rows(eqn):
+    """The "tape_read" rule: (the tape's operand position, the step jaxpr, its row inputs
+    (the mask excluded), rebuild(step, kept) -> the equation whose step is `step` without
+    the row inputs not flagged)."""
+    p, step = eqn.params, eqn.params["jaxpr"]
     start = p["num_consts"] + p["num_carry"]
-    return p["jaxpr"].invars[start:start + _n_rows(p["jaxpr"], p["num_consts"],
-                                                     p["num_carry"], p["batch_shape"])]
+    rows = step.invars[start:start + _n_rows(step, p["num_consts"], p["num_carry"],
+                                             p["batch_shape"])]
+
+    def rebuild(new_step, kept):
+        dropped = {v for v, k in zip(rows, kept) if not k}
+        new_step = Jaxpr([], [v for v in new_step.invars if v not in dropped], new_step.eqns,
+                         new_step.outvars, new_step.debug_name)
+        return eqn.replace(params=dict(p, jaxpr=new_step))
+
+    return 0, step, rows, rebuild
 
 
-def prune_tape_rows(jaxpr):
-    """`jaxpr` with each `while_tape` recording only the rows its readers use.
-
-    Where every reader of a tape is a `tape_scan` of this jaxpr, a row none of their steps
-    reads (after transposition, e.g. the rows of a carry whose cotangent is always zero) is
-    neither computed by the forward body nor stored. A tape that leaves the jaxpr (a jit
-    residual) or is read otherwise is kept whole. Returns `jaxpr` itself when nothing
-    changes."""
-    from mytorch.transforms.dce import dce_jaxpr
-
-    readers, escaped = {}, {v for v in jaxpr.outvars if type(v) is Var}
-    tapes = {e.outvars[-1]: e for e in jaxpr.eqns if e.primitive is while_tape_p}
-    for eqn in jaxpr.eqns:
-        for k, v in enumerate(eqn.invars):
-            if type(v) is Var and v in tapes:
-                if eqn.primitive is tape_scan_p and k == 0:
-                    readers.setdefault(v, []).append(eqn)
-                else:
-                    escaped.add(v)
-    new_eqns = {}
-    for tape, fwd in tapes.items():
-        if tape in escaped or tape not in readers:
-            continue
-        p, body = fwd.params, fwd.params["body_jaxpr"]
-        rows = body.outvars[p["num_carry"]:len(body.outvars) - (1 if p["batch_shape"] else 0)]
-        used = [False] * len(rows)
-        for eqn in readers[tape]:
-            read = _read_vars(eqn.params["jaxpr"])
-            used = [u or v in read for u, v in zip(used, _row_vars(eqn))]
-        if all(used):
-            continue
-        kept = [v for v, u in zip(rows, used) if u]
-        outs = [*body.outvars[:p["num_carry"]], *kept,
-                *body.outvars[p["num_carry"] + len(rows):]]
-        body = dce_jaxpr(Jaxpr([], body.invars, body.eqns, outs, body.debug_name))
-        new_eqns[id(fwd)] = fwd.replace(params=dict(p, body_jaxpr=body))
-        for eqn in readers[tape]:
-            step = eqn.params["jaxpr"]
-            dropped = {v for v, u in zip(_row_vars(eqn), used) if not u}
-            step = Jaxpr([], [v for v in step.invars if v not in dropped], step.eqns,
-                         step.outvars, step.debug_name)
-            new_eqns[id(eqn)] = eqn.replace(params=dict(eqn.params, jaxpr=step))
-    if not new_eqns:
-        return jaxpr
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [new_eqns.get(id(e), e) for e in jaxpr.eqns],
-                 jaxpr.outvars, jaxpr.debug_name)
+while_tape_p.def_rule("tape_record", _recorded_rows)
+tape_scan_p.def_rule("tape_read", _read_rows)

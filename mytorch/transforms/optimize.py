@@ -5,12 +5,16 @@ and the trace-time check for Python loops that unrolled into huge programs.
       -> simplify -> fold constants -> simplify -> CSE -> DCE
       -> inline the remaining calls -> DCE
       -> the same pipeline on every jaxpr held in an equation's params, recursively
+      -> prune the tape rows nothing reads (then optimise the bodies that changed)
 
 Simplification and folding apply the rules that the primitives register ("simplify",
 "splat"); the passes themselves know no primitive.
 
 Simplification runs again after folding: folding turns computed constants into literals
 (`maxval - minval` of a uniform draw becomes 1.0), which exposes new no-ops (`x * 1.0`).
+
+Tape-row pruning (`tape_rows.py`) runs on each jaxpr once the jaxprs it holds are
+optimised, so that the rows a reader's step reads are those its optimised step reads.
 
 Checkpointed blocks are inlined only after CSE, so their recomputation in the backward
 pass is not merged back into the forward pass (which would keep the intermediates alive:
@@ -28,12 +32,14 @@ import collections
 import os
 
 from mytorch.core import staging
+from mytorch.core.backend import set_call_pipeline
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr
 from mytorch.transforms.cse import cse
 from mytorch.transforms.dce import dce_closed, dce_jaxpr
 from mytorch.transforms.fold import fold_constants
 from mytorch.transforms.inline import inline_all, inline_calls, rebuilt
 from mytorch.transforms.simplify import simplify
+from mytorch.transforms.tape_rows import prune_tape_rows
 
 UNROLL_THRESHOLD = 1000
 # a line's equations must also form a dependency chain this long: an unrolled loop feeds
@@ -75,12 +81,16 @@ def optimize(closed):
     out = cse(out)
     out = dce_closed(out)
     out = dce_closed(inline_calls(out, inline_all))
-    inner = _optimize_held(out.jaxpr, {})
+    memo = {}
+    inner = _pruned(_optimize_held(out.jaxpr, memo), memo)
     if inner is not out.jaxpr:
         out = ClosedJaxpr(inner, out.consts)
     if staging.CHECK_EVERY_JAXPR:
         check_jaxpr(out)
     return out
+
+
+set_call_pipeline(optimize)  # eagerly run call primitives are optimised like jit's programs
 
 
 def optimize_body(body, memo=None):
@@ -113,7 +123,7 @@ def _optimize_body(body, memo):
         out = simplify(out)
     out = dce_jaxpr(cse(out))
     out = dce_jaxpr(inline_calls(out, inline_all))
-    out = _optimize_held(out, memo)
+    out = _pruned(_optimize_held(out, memo), memo)
     if _same_program(out, jaxpr):
         return body
     out = ClosedJaxpr(out, body.consts) if closed else out
@@ -126,6 +136,13 @@ def _same_program(a, b):
     return (a is b or (len(a.eqns) == len(b.eqns) and a.outvars == b.outvars
                        and a.constvars == b.constvars
                        and all(x is y for x, y in zip(a.eqns, b.eqns))))
+
+
+def _pruned(jaxpr, memo):
+    """`jaxpr` with its tapes' unread rows pruned, and the bodies that lost them (or whose
+    steps now read a literal) optimised again; `jaxpr` itself when nothing was pruned."""
+    pruned = prune_tape_rows(jaxpr)
+    return jaxpr if pruned is jaxpr else _optimize_held(pruned, memo)
 
 
 def _optimize_held(jaxpr, memo):

@@ -193,23 +193,29 @@ def test_batched_predicate_all_same_and_mixed():
     np.testing.assert_allclose(np.asarray(mixed), want, rtol=1e-5)
 
 
-def test_batched_predicate_skips_other_branches_at_run_time():
+def test_batched_predicate_skips_other_branches_at_run_time(monkeypatch):
     """With every example on one branch only that branch runs: the outer cond's index
-    (seen by the eager impl) picks it rather than the evaluate-all-and-select branch."""
+    (seen by the eagerly run cond) picks it rather than the evaluate-all-and-select branch."""
+    from mytorch.backends.numpy import numpy_backend
+
     seen = []
-    impl = cond_p.impl
+    call_kernel = numpy_backend.call_kernel
 
-    def counting_impl(index, *args, branches):
-        seen.append((int(np.asarray(index)), len(branches)))
-        return impl(index, *args, branches=branches)
+    def counting_call_kernel(prim, in_avals, params, device):
+        fn = call_kernel(prim, in_avals, params, device)
+        if prim is not cond_p:
+            return fn
 
-    cond_p.impl = counting_impl
-    try:
-        f = mt.vmap(lambda p, x: cond(p, BRANCHES[0], BRANCHES[1], x))
-        f(mnp.asarray(np.array([True, True])), mnp.asarray(_rand((2, 3))))
-        f(mnp.asarray(np.array([True, False])), mnp.asarray(_rand((2, 3))))
-    finally:
-        cond_p.impl = impl
+        def run(index, *args):
+            seen.append((int(index), len(params["branches"])))
+            return fn(index, *args)
+
+        return run
+
+    monkeypatch.setattr(numpy_backend, "call_kernel", counting_call_kernel)
+    f = mt.vmap(lambda p, x: cond(p, BRANCHES[0], BRANCHES[1], x))
+    f(mnp.asarray(np.array([True, True])), mnp.asarray(_rand((2, 3))))
+    f(mnp.asarray(np.array([True, False])), mnp.asarray(_rand((2, 3))))
     # outer cond over (branch0, branch1, select-all): all-true picks branch 1 alone
     assert seen == [(1, 3), (2, 3)]
 

@@ -2,9 +2,6 @@
 (float64 finite differences), vmap (loop over examples), jit (un-jitted) and reverse mode
 (stacked residuals, jaxpr size independent of the length)."""
 
-import contextlib
-import importlib
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -14,21 +11,6 @@ import mytorch.backends.numpy.control_flow_scan  # noqa: F401  (registers the ji
 import mytorch.numpy as mnp
 from mytorch.lax.scan import fori_loop, map as lax_map, scan
 from tests.autodiff.fd import check_grads
-
-# the module (mytorch.lax.scan, the attribute, is the function lax exports)
-scan_module = importlib.import_module("mytorch.lax.scan")
-
-
-@contextlib.contextmanager
-def eager_compiled(on):
-    """Eager scans run their body compiled by the backend (on) or jaxpr-evaluated (off)."""
-    prev = scan_module._EAGER_COMPILE_MIN_LENGTH
-    scan_module._EAGER_COMPILE_MIN_LENGTH = 0 if on else 10**9
-    try:
-        yield
-    finally:
-        scan_module._EAGER_COMPILE_MIN_LENGTH = prev
-
 
 def loop_scan(f, init, xs, length=None, reverse=False):
     """The definition: a Python loop, ys stacked in xs order."""
@@ -66,9 +48,8 @@ def make_step(w):
 
 
 @settings(max_examples=15, deadline=None)
-@given(length=st.integers(0, 4), reverse=st.booleans(), seed=st.integers(0, 99),
-       compiled=st.booleans())
-def test_scan_matches_loop(length, reverse, seed, compiled):
+@given(length=st.integers(0, 4), reverse=st.booleans(), seed=st.integers(0, 99))
+def test_scan_matches_loop(length, reverse, seed):
     rng = np.random.default_rng(seed)
     w = mnp.asarray(rng.standard_normal(3).astype(np.float32))  # closed over
     init = {"h": mnp.asarray(rng.standard_normal(3).astype(np.float32)),
@@ -76,8 +57,7 @@ def test_scan_matches_loop(length, reverse, seed, compiled):
     xs = (mnp.asarray(rng.standard_normal((length, 3)).astype(np.float32)),
           mnp.asarray(rng.standard_normal((length, 2, 2)).astype(np.float32)))
     step = make_step(w)
-    with eager_compiled(compiled):
-        carry, ys = scan(step, init, xs, reverse=reverse)
+    carry, ys = scan(step, init, xs, reverse=reverse)
     want_c, want_ys = loop_scan(step, init, xs, reverse=reverse)
     assert_tree_close(carry, want_c)
     like = (mnp.zeros(3), mnp.zeros(()))
@@ -134,13 +114,11 @@ def rnn_loss(w, h0, xs, reverse=False):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("compiled", [False, True])
-def test_grads_wrt_init_xs_and_consts(x64, reverse, compiled):
+def test_grads_wrt_init_xs_and_consts(x64, reverse):
     rng = np.random.default_rng(0)
     w, h0, xs = rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3), rng.standard_normal(
         (4, 3))
-    with eager_compiled(compiled):
-        check_grads(lambda w, h0, xs: rnn_loss(w, h0, xs, reverse), (w, h0, xs), order=2)
+    check_grads(lambda w, h0, xs: rnn_loss(w, h0, xs, reverse), (w, h0, xs), order=2)
 
 
 def test_grad_carry_tangent_becomes_nonzero(x64):
@@ -285,8 +263,7 @@ def test_rnn_100_steps_jit_grad_vs_manual_backward():
     assert_tree_close(grads, want, rtol=1e-3, atol=1e-4)
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_nested_scans_and_checkpoint_grads_match_loop(x64, compiled):
+def test_nested_scans_and_checkpoint_grads_match_loop(x64):
     xs = np.random.default_rng(4).standard_normal((3, 4))
 
     def f(a, xs):
@@ -311,10 +288,9 @@ def test_nested_scans_and_checkpoint_grads_match_loop(x64, compiled):
 
     a = np.array(0.3)
     want = mt.grad(f_loop, argnums=(0, 1))(a, xs)
-    with eager_compiled(compiled):
-        np.testing.assert_allclose(float(f(a, xs)), float(f_loop(a, xs)), rtol=1e-10)
-        check_grads(f, (a, xs), order=2)
-        assert_tree_close(mt.grad(f, argnums=(0, 1))(a, xs), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(float(f(a, xs)), float(f_loop(a, xs)), rtol=1e-10)
+    check_grads(f, (a, xs), order=2)
+    assert_tree_close(mt.grad(f, argnums=(0, 1))(a, xs), want, rtol=1e-10, atol=1e-12)
     for g in (mt.grad(f, argnums=(0, 1)), mt.jit(mt.grad(f, argnums=(0, 1))),
               mt.grad(mt.checkpoint(f), argnums=(0, 1)), mt.grad(mt.jit(f), argnums=(0, 1))):
         assert_tree_close(g(a, xs), want, rtol=1e-10, atol=1e-12)

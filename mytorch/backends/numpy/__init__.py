@@ -65,3 +65,6 @@ allocator.tune(config.tune_malloc)
 config.on_update(lambda name, value: name == "tune_malloc" and allocator.tune(value))
 
 from mytorch.backends.numpy import kernels  # noqa: E402,F401  (registers the kernels)
+# the optimisation pipeline registers itself as what eagerly run call primitives go through
+# before they are compiled (core cannot import it)
+from mytorch.transforms import optimize as _optimize  # noqa: E402,F401

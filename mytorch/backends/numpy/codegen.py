@@ -32,7 +32,6 @@ from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.backends.planner import BufferPlanner, emitted
 from mytorch.core.jaxpr import Literal, Var
-from mytorch.lax.while_tape import prune_tape_rows
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
     from numpy._core._multiarray_umath import _make_extobj
@@ -326,7 +325,7 @@ def generate(jaxpr, consts, options, backend):
     """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`,
     compiled as `options` (a CompileOptions) say; sub-functions inherit them, donating
     nothing."""
-    jaxpr = prepare(prune_tape_rows(jaxpr))
+    jaxpr = prepare(jaxpr)
     gen = Generator(jaxpr, consts, options, backend)
     gen.emit_all()
     src = gen.source()

@@ -2,17 +2,8 @@
 function and the generated code calls the one the (0-d) index picks, at run time."""
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.lax._utils import buffer_owners, unaliased
+from mytorch.backends.numpy.runtime import run_branch
 from mytorch.lax.cond import cond_p
-
-__all__ = ["run_branch"]
-
-
-def run_branch(branches, index, args):
-    """The results of branch `index` (clamped) on `args`; a result that is an operand's
-    buffer (a branch returning its input) is copied, so the caller owns every result."""
-    outs = branches[min(max(int(index), 0), len(branches) - 1)](*args)
-    return unaliased(outs, buffer_owners(args))
 
 
 def _emit_cond(g, eqn, args):

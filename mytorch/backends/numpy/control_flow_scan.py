@@ -1,16 +1,17 @@
 """The NumPy code generator's lowering of `scan`: a Python loop over the compiled body.
 
-The body jaxpr is pruned to the outputs the program reads (`prune_scan`), optimised and
-compiled once into its own generated function (`g.subfunction`); the runtime helper
-`mytorch.lax.scan.scan_loop` calls it once per step on slices of the xs, writing each
+The body jaxpr (optimised with the program: `optimize` recurses into it) is pruned to the
+outputs the program reads (`prune_scan`) and compiled once into its own generated function
+(`g.subfunction`); the runtime helper `runtime.scan_loop` calls it once per step on slices of the xs, writing each
 step's ys into buffers preallocated with `np.empty`. Nothing is retraced per iteration.
 """
 
 import numpy as np
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from mytorch.lax.scan import scan_loop, scan_p
+from mytorch.backends.numpy.runtime import scan_loop
+from mytorch.core.jaxpr import Jaxpr, Var
+from mytorch.lax.scan import scan_p
 from mytorch.transforms.dce import dce_jaxpr
 from mytorch.transforms.fixpoint import fixpoint
 
@@ -54,12 +55,9 @@ def _expand(outs, mask):
 
 def _emit_scan(g, eqn, args):
     """`scan_loop(<compiled body>, ...)`: a list of the final carry and the stacked ys."""
-    from mytorch.transforms.optimize import optimize
-
     used = [type(v) is Var and v in g.last_use for v in eqn.outvars]
     p, used_in, kept = prune_scan(eqn.params, used)
-    body = optimize(ClosedJaxpr(p["jaxpr"], []))
-    fn = g.subfunction(body.jaxpr, body.consts, "scan_body")
+    fn = g.subfunction(p["jaxpr"], name="scan_body")
     loop = g.hoist(scan_loop, "scan_loop")
     specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
                           for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")

@@ -4,10 +4,10 @@ and runtime helpers loop over them, pushing rows onto the tape or reading them b
 
 from mytorch.backends.numpy.control_flow_while import _emit_while
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
-from mytorch.lax.tape import run_while_tape
+from mytorch.backends.numpy.runtime import run_tape_scan, run_while_tape
+from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.lax.while_loop import while_p
-from mytorch.lax.while_tape import _n_rows, run_tape_scan, tape_scan_p, while_tape_p
+from mytorch.lax.while_tape import _n_rows, tape_scan_p, while_tape_p
 from mytorch.transforms.dce import dce_jaxpr
 
 
@@ -35,11 +35,8 @@ def _emit_while_tape(g, eqn, args):
 
 def _emit_tape_scan(g, eqn, args):
     """`run_tape_scan(step, ...)`: the final carries."""
-    from mytorch.transforms.optimize import optimize
-
     p = eqn.params
-    body = optimize(ClosedJaxpr(p["jaxpr"], []))
-    step = g.subfunction(body.jaxpr, body.consts, "tape_scan_step")
+    step = g.subfunction(p["jaxpr"], name="tape_scan_step")
     helper = g.hoist(run_tape_scan, "tape_scan")
     n_rows = _n_rows(p["jaxpr"], p["num_consts"], p["num_carry"], p["batch_shape"])
     g.fresh(eqn)

@@ -2,19 +2,8 @@
 generated functions, and a runtime helper loops over them in Python (no retracing)."""
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.lax._utils import buffer_owners, unaliased
+from mytorch.backends.numpy.runtime import run_while
 from mytorch.lax.while_loop import while_p
-
-__all__ = ["run_while"]
-
-
-def run_while(cond_fn, body_fn, cond_nconsts, body_nconsts, args):
-    """Run the compiled loop on NumPy buffers: returns the final carries (a list)."""
-    n = cond_nconsts + body_nconsts
-    cc, bc, carry = args[:cond_nconsts], args[cond_nconsts:n], list(args[n:])
-    while cond_fn(*cc, *carry)[0]:
-        carry = body_fn(*bc, *carry)
-    return unaliased(carry, buffer_owners(args))
 
 
 def _emit_while(g, eqn, args):
