@@ -291,3 +291,25 @@ def test_second_derivatives_of_a_jitted_loop_called_eagerly(x64):
                     - np.asarray(g(mnp.asarray(x - eps * e), mnp.asarray(w)))) / (2 * eps)
                    for e in np.eye(2)])
     np.testing.assert_allclose(np.asarray(h), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_rows_are_pruned_inside_a_cond_branch(x64):
+    """optimize recurses into the branches, so a tape recorded and read inside a branch
+    keeps only the rows its reader uses there too."""
+    def h(w, x):
+        return lax.cond(mnp.sum(x) > 0, lambda w, x: mt.grad(_fixed_point_loss)(w, x),
+                        lambda w, x: w * 0.0, w, x)
+
+    def rows(jaxpr):
+        (c,) = [e for e in jaxpr.eqns if e.primitive.name == "cond"]
+        return [len(e.params["body_jaxpr"].outvars) - e.params["num_carry"]
+                for b in c.params["branches"] for e in b.eqns
+                if e.primitive.name == "while_tape"]
+
+    w, x = mnp.asarray(0.7), mnp.asarray([0.3, -0.5, 1.0])
+    lowered = mt.jit(h).lower(w, x)
+    (traced,), (pruned,) = rows(mt.make_jaxpr(h)(w, x).jaxpr), rows(lowered.jaxpr.jaxpr)
+    assert pruned < traced
+    assert "def h_branch1_while_tape_body(" in lowered.as_text()
+    want = fd_grad(lambda w, x: _fixed_point_loss(w, x), [np.asarray(w), np.asarray(x)])[0]
+    np.testing.assert_allclose(float(mt.jit(h)(w, x)), want, rtol=1e-6)
