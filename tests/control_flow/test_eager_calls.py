@@ -7,7 +7,6 @@ import inspect
 import numpy as np
 import pytest
 
-import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
 from mytorch.backends.numpy import numpy_backend
