@@ -242,7 +242,8 @@ def test_jit_under_debug_nans_says_so_in_the_options(recording):
 
 
 def test_an_eager_scan_asks_its_operands_backend(recording):
-    """A long eager scan compiles its body on the operands' device, not the default one."""
+    """An eager scan is compiled (as one equation) on the operands' device, not the
+    default one."""
     dev = recording.devices()[0]
     xs_np = np.arange(20, dtype=np.float32)
 
@@ -255,7 +256,7 @@ def test_an_eager_scan_asks_its_operands_backend(recording):
     np.testing.assert_allclose(np.asarray(carry), xs_np.sum())
     np.testing.assert_allclose(np.asarray(ys), want * xs_np)
     names = [o.name for _, o in recording.compiled]
-    assert names == ["scan_body"]
+    assert names == ["scan_eager"]
     (_, options), = recording.compiled
     assert options.device is dev and options.donated == () and not options.debug_nans
 
