@@ -135,8 +135,10 @@ class Backend:
         fn = self.kernels.get(prim) or prim.lowerings.get(self.platform)
         if fn is not None:
             return lambda *bufs: fn(*bufs, **params)
+        from mytorch.core.jaxpr import params_key  # (see _one_equation)
+
         keep = []  # values keyed by identity, kept alive with the entry so ids stay unique
-        key = (prim, _params_key(params, keep), tuple(in_avals), device, config.debug_nans)
+        key = (prim, params_key(params, keep), tuple(in_avals), device, config.debug_nans)
         hit = _CALLS.get(key)
         if hit is not None:
             _CALLS.move_to_end(key)
@@ -225,62 +227,6 @@ def _one_equation(prim, in_avals, params):
     outvars = [Var(a) for a in prim.abstract_eval(*in_avals, **params)]
     return ClosedJaxpr(Jaxpr([], invars, [JaxprEqn(prim, invars, params, outvars)], outvars,
                              prim.name), [])
-
-
-def _params_key(params, keep):
-    """A hashable key of an equation's params: jaxprs by structure (`_jaxpr_key`), other
-    unhashable values by identity (appended to `keep`)."""
-    return tuple((name, _value_key(value, keep)) for name, value in params.items())
-
-
-def _value_key(value, keep):
-    kind = type(value)
-    if kind in _SCALARS:
-        return (kind, value)
-    if kind is float or isinstance(value, np.floating):
-        return (kind, float(value).hex())  # tells -0.0 from 0.0 (and NaN from NaN)
-    if kind is tuple or kind is list:
-        return (kind, tuple(_value_key(v, keep) for v in value))
-    name = kind.__name__
-    if name == "Jaxpr" and hasattr(value, "eqns"):
-        return _jaxpr_key(value, keep)
-    if name == "ClosedJaxpr" and hasattr(value, "consts"):
-        return (_jaxpr_key(value.jaxpr, keep), tuple(_identity(c, keep) for c in value.consts))
-    if isinstance(value, (np.generic, np.dtype)):
-        return (kind, value)
-    return _identity(value, keep)  # arrays, functions, other objects: the same one
-
-
-_SCALARS = frozenset({int, bool, str, type(None)})
-
-
-def _identity(value, keep):
-    keep.append(value)
-    return ("id", id(value))
-
-
-def _jaxpr_key(jaxpr, keep):
-    """The structure of `jaxpr`: its variables numbered in order of definition, each
-    equation's primitive, params (recursively), operands, result types and source line
-    (which debug_nans and error messages name). Equal keys mean the same program."""
-    numbers = {}
-    for v in (*jaxpr.constvars, *jaxpr.invars):
-        numbers[v] = len(numbers)
-
-    def operand(v):
-        number = numbers.get(v)
-        return number if number is not None else ("lit", v.aval, _value_key(v.val, keep))
-
-    eqns = []
-    for e in jaxpr.eqns:
-        info = e.source_info
-        eqns.append((e.primitive, _params_key(e.params, keep), tuple(map(operand, e.invars)),
-                     tuple((o.aval, type(o).__name__) for o in e.outvars),
-                     None if info is None else (info.filename, info.lineno)))
-        for o in e.outvars:
-            numbers[o] = len(numbers)
-    return (tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars),
-            tuple(eqns), tuple(map(operand, jaxpr.outvars)))
 
 
 def register_backend(backend):

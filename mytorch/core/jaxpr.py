@@ -126,6 +126,64 @@ class ClosedJaxpr:
         return eval_jaxpr(self.jaxpr, self.consts, *args)
 
 
+# ---- structural keys (equal keys: the same program) ---------------------------------------
+def params_key(params, keep):
+    """A hashable key of an equation's params such that equal keys mean the same
+    computation: jaxprs by structure (`jaxpr_key`), numbers by value (floats by their bits:
+    -0.0 is not 0.0), other values by identity (appended to `keep`, which the caller holds
+    for as long as it holds the key, so that ids stay unique)."""
+    return tuple((name, _value_key(value, keep)) for name, value in params.items())
+
+
+def _value_key(value, keep):
+    kind = type(value)
+    if kind in _SCALARS:
+        return (kind, value)
+    if kind is float or isinstance(value, np.floating):
+        return (kind, float(value).hex())  # tells -0.0 from 0.0 (and NaN from NaN)
+    if kind is tuple or kind is list:
+        return (kind, tuple(_value_key(v, keep) for v in value))
+    if kind is Jaxpr:
+        return jaxpr_key(value, keep)
+    if kind is ClosedJaxpr:
+        return (jaxpr_key(value.jaxpr, keep), tuple(_identity(c, keep) for c in value.consts))
+    if isinstance(value, (np.generic, np.dtype)):
+        return (kind, value)
+    return _identity(value, keep)  # arrays, functions, other objects: the same one
+
+
+_SCALARS = frozenset({int, bool, str, type(None)})
+
+
+def _identity(value, keep):
+    keep.append(value)
+    return ("id", id(value))
+
+
+def jaxpr_key(jaxpr, keep):
+    """The structure of `jaxpr`: its variables numbered in order of definition, each
+    equation's primitive, params (recursively), operands, result types and source line
+    (which debug_nans and error messages name). Equal keys mean the same program."""
+    numbers = {}
+    for v in (*jaxpr.constvars, *jaxpr.invars):
+        numbers[v] = len(numbers)
+
+    def operand(v):
+        number = numbers.get(v)
+        return number if number is not None else ("lit", v.aval, _value_key(v.val, keep))
+
+    eqns = []
+    for e in jaxpr.eqns:
+        info = e.source_info
+        eqns.append((e.primitive, params_key(e.params, keep), tuple(map(operand, e.invars)),
+                     tuple((o.aval, type(o).__name__) for o in e.outvars),
+                     None if info is None else (info.filename, info.lineno)))
+        for o in e.outvars:
+            numbers[o] = len(numbers)
+    return (tuple(v.aval for v in jaxpr.constvars), tuple(v.aval for v in jaxpr.invars),
+            tuple(eqns), tuple(map(operand, jaxpr.outvars)))
+
+
 # ---- printing -------------------------------------------------------------------------
 def _var_name(i):
     letters = "abcdefghijklmnopqrstuvwxyz"  # base 26 digits: ..., z, ba, bb, ...
@@ -138,7 +196,7 @@ def _var_name(i):
 
 def _literal_str(lit):
     v = np.asarray(lit.val)
-    if v.dtype == object:  # a while loop's residual tape (mytorch.lax.tape)
+    if v.dtype == object:  # a while loop's residual tape (lax/while_tape.py)
         return f"<tape>:{lit.aval.str_short()}"
     if v.size != 1:
         return f"{np.array2string(v, separator=',')}:{lit.aval.str_short()}"
