@@ -399,7 +399,8 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, res_tree, out_avals):
     residuals = args[:num_res]
     if any(is_undefined(r) for r in residuals):
         raise TypeError("custom_lin: residuals cannot be linear")
-    cts_in = bwd(res_tree, list(residuals), list(cts))
+    # the user's bwd takes arrays: unused outputs' symbolic zero cotangents become zeros
+    cts_in = bwd(res_tree, list(residuals), [instantiate(c) for c in cts])
     return [None] * num_res + [None if type(c) is Zero else c for c in cts_in]
 
 

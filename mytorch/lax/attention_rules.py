@@ -266,7 +266,6 @@ at.dot_product_attention_tangent_p.def_jvp(_tangent_jvp_rule)
 at.dot_product_attention_bwd_p.def_jvp(_bwd_jvp_rule)
 at.dot_product_attention_tangent_p.def_transpose(_tangent_transpose)
 at.dot_product_attention_bwd_p.def_transpose(_bwd_transpose)
-at.dot_product_attention_bwd_p.transpose_zeros = True
 
 
 # ---- batching ------------------------------------------------------------------------------

@@ -310,25 +310,28 @@ def _stage_whole(eqn):
 
 
 def _cond_transpose(cts, index, *args, branches):
-    """A cond of the branches' transposes, with the same (known) index."""
+    """A cond of the branches' transposes, with the same (known) index. Symbolic zero
+    cotangents (unused results) stay zeros inside the branches: they are not operands."""
     if is_undefined(index):
         raise TypeError("cond: cannot transpose with respect to the index")
     linear = [is_undefined(a) for a in args]
     values = [a for a, lin in zip(args, linear) if not lin]
     val_avals = [aval_of(v) for v in values]
-    ct_avals = [aval_of(c) for c in cts]
+    nz_cts = [c for c in cts if type(c) is not Zero]
+    ct_avals = [aval_of(c) for c in nz_cts]
     n_val = len(values)
 
     def transposer(b):
         def fun(*xs):
-            it = iter(xs[:n_val])
+            it, ct_it = iter(xs[:n_val]), iter(xs[n_val:])
             full = [None if lin else next(it) for lin in linear]
-            cts_in = backward_pass(b, [], linear, full, list(xs[n_val:]))
+            cts_out = [c if type(c) is Zero else next(ct_it) for c in cts]
+            cts_in = backward_pass(b, [], linear, full, cts_out)
             return [instantiate(c) for c, lin in zip(cts_in, linear) if lin]
         return trace_closed_over(fun, [*val_avals, *ct_avals], f"{b.debug_name}_transpose")
 
     new_branches, consts = merge_branches([transposer(b) for b in branches])
-    outs = cond_p.bind(index, *consts, *values, *cts, branches=new_branches)
+    outs = cond_p.bind(index, *consts, *values, *nz_cts, branches=new_branches)
     out_it = iter(outs)
     return [None, *[next(out_it) if lin else None for lin in linear]]
 

@@ -9,8 +9,12 @@ primitive supplies a "transpose" rule
 
 where the linear arguments arrive as `UndefinedPrimal(aval)` and the others as values, and
 `ct` is the output cotangent (a list for primitives of several results). Equations whose
-output cotangents are all symbolic zeros are skipped. Rules bind primitives under the
-current trace, so the backward pass is itself differentiable.
+output cotangents are all symbolic zeros are skipped. A primitive of one result gets its
+cotangent as an array; a primitive of several results gets a list in which the cotangent
+of an unused result is a symbolic `Zero` (so a loop can drop carries whose cotangent stays
+zero, and a call can leave them out of its transposed jaxpr): its rule instantiates only
+what it must pass on as arrays (e.g. to a user's backward function). Rules bind
+primitives under the current trace, so the backward pass is itself differentiable.
 """
 
 from mytorch.core.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
@@ -27,6 +31,9 @@ def backward_pass(jaxpr, consts, linear_in, args, cts_out):
       linear_in: one bool per invar.
       args: values of the non-linear invars (anything for the linear ones).
       cts_out: one cotangent (array or Zero) per outvar.
+
+    Transpose rules of multiple-result primitives receive their output cotangents with
+    symbolic `Zero` entries left as they are (see the module docstring).
 
     Returns:
       One cotangent (array or Zero) per invar (Zero for the non-linear ones).
@@ -78,10 +85,7 @@ def backward_pass(jaxpr, consts, linear_in, args, cts_out):
             UndefinedPrimal(v.aval) if type(v) is Var and v in linear else read(v)
             for v in eqn.invars
         ]
-        if prim.multiple_results:
-            ct_arg = out_cts if prim.transpose_zeros else [instantiate(ct) for ct in out_cts]
-        else:
-            ct_arg = instantiate(out_cts[0])
+        ct_arg = out_cts if prim.multiple_results else instantiate(out_cts[0])
         rule = prim.rule("transpose", "reverse-mode differentiation")
         with source_override(eqn.source_info):  # backward work points at the forward line
             cts_in = rule(ct_arg, *args_in, **eqn.params)
