@@ -16,11 +16,13 @@ import time
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import CompileOptions, default_device
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, sub_jaxprs
+from mytorch.core.dtypes import is_opaque
+from mytorch.core.jaxpr import ClosedJaxpr
 from mytorch.core.primitive import Primitive
+from mytorch.core.trace import is_differentiated, is_known
 from mytorch.core.tree_util import tree_structure, tree_unflatten
 from mytorch.transforms.call_rules import clear_rule_caches, def_call_rules, rule_cache
-from mytorch.transforms.jvp import look_through
+from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
 jit_p = Primitive("jit", multiple_results=True, kind="call")
 jit_p.inline_param = "jaxpr"
@@ -168,25 +170,31 @@ def _save_everything(prim, *avals, **params):
     return True
 
 
-def _runs_to_differentiate_again(jaxpr):
-    """Whether `jaxpr` (or a jaxpr it calls) has an equation whose primitive must run
-    while being linearized to be differentiated again (while_loop)."""
-    return any(eqn.primitive.runs_to_differentiate_again
-               or any(_runs_to_differentiate_again(getattr(j, "jaxpr", j))
-                      for j in sub_jaxprs(eqn.params)) for eqn in jaxpr.eqns)
+_opaque_residuals = rule_cache()
 
 
-_runs = rule_cache()
+def _has_opaque_residual(jaxpr, unknowns):
+    """Whether splitting `jaxpr` for `unknowns` makes its known part return a residual of
+    the opaque host dtype (a while loop's run-time tape), which cannot be differentiated
+    again."""
+    def make():
+        known, _, _, num_res = partial_eval_jaxpr(jaxpr, list(unknowns), _save_everything)
+        res = known.outvars[len(known.outvars) - num_res:]
+        return jaxpr, any(is_opaque(v.aval.dtype) for v in res)
+
+    return _opaque_residuals.get_or((id(jaxpr), tuple(unknowns)), make)[1]
 
 
 def _linearize_here(jaxpr, args, unknowns):
     """Whether to linearize a jit's body equation by equation (not compiled) instead of
-    splitting it: e.g. hessian(jit(f)) of a while loop, where an enclosing jvp
-    differentiates the residuals so the loop must run now (see while_loop)."""
-    if not _runs.get_or(id(jaxpr), lambda: (jaxpr, _runs_to_differentiate_again(jaxpr)))[1]:
+    splitting it: when an enclosing jvp differentiates the known operands (grad(grad),
+    hessian(jit(f))) and the split would keep an opaque residual (a while loop's tape),
+    the equations run now so that each loop takes the form its rules can differentiate
+    again (see while_loop)."""
+    known = [x for x, u in zip(args, unknowns) if not u]
+    if not (any(is_differentiated(x) for x in known) and all(is_known(x) for x in known)):
         return False
-    known = [look_through(x) for x, u in zip(args, unknowns) if not u]
-    return any(d for _, d in known) and all(v is not None for v, _ in known)
+    return _has_opaque_residual(jaxpr, unknowns)
 
 
 def_call_rules(jit_p, rebind=_rebind, saveable=_everything_saveable,

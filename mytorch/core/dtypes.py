@@ -87,6 +87,12 @@ def short_name(dtype):
     return _SHORT_NAMES.get(d, str(dtype))
 
 
+def is_opaque(dtype):
+    """Whether `dtype` is the opaque host dtype (object): a value the program carries but
+    cannot compute with or differentiate, such as a while loop's run-time residual tape."""
+    return np.dtype(dtype) == object
+
+
 def is_float(dtype):
     return np.dtype(dtype) in _FLOATS
 

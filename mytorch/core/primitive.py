@@ -30,12 +30,6 @@ class Primitive:
         merge, fold or reorder its equations.
       inline_param: for call primitives that compilation may inline, the name of the param
         holding the called Jaxpr (no constvars; its invars are the equation's operands).
-      transpose_zeros: its transpose rule takes symbolic `Zero` cotangents of unused
-        results (a loop drops the carries whose cotangent stays zero) instead of
-        instantiated zero arrays.
-      runs_to_differentiate_again: its linearization must run it (not stage it) when an
-        enclosing jvp differentiates the result again (while_loop): a call around it is
-        then linearized equation by equation instead of split as a whole.
     """
 
     def __init__(self, name, *, multiple_results=False, kind="other"):
@@ -48,8 +42,6 @@ class Primitive:
         self.linear = False
         self.effectful = False
         self.inline_param = None
-        self.transpose_zeros = False
-        self.runs_to_differentiate_again = False
         self._abstract_eval = None
         _REGISTRY[name] = self
 

@@ -111,6 +111,22 @@ class Tracer(Array):
         """The value as a NumPy array when the trace knows it (e.g. JVP primals), else None."""
         return None
 
+    # What a rule may ask of a value of any trace, each tracer answering for its own trace
+    # (rules never look inside another interpreter's tracers): see `known_value`.
+    def known_value(self):
+        """The value under this tracer now, the batches of enclosing vmaps included (a
+        NumPy array of the batched shape), or None when some trace below stages it."""
+        return self.concrete_value()
+
+    def is_known(self):
+        """Whether `known_value()` is not None (without fetching the value)."""
+        return self.known_value() is not None
+
+    def is_differentiated(self):
+        """Whether an enclosing forward-mode differentiation carries a tangent for the
+        value (so derivatives of what is computed from it are taken again)."""
+        return False
+
     def _concretize(self, what, suggestion):
         value = self.concrete_value()
         if value is not None:
@@ -280,6 +296,24 @@ def _default_device():
 
 EVAL_TRACE = EvalTrace(None, "eager evaluation")
 _state = _State()
+
+
+def known_value(x):
+    """The value of `x` known now, as a NumPy array (batches included), or None: a tracer
+    answers for its own trace (`Tracer.known_value`); any other value is known."""
+    if isinstance(x, Tracer):
+        return x.known_value()
+    return x._host() if isinstance(x, ArrayImpl) else np.asarray(x)
+
+
+def is_known(x):
+    """Whether `known_value(x)` is not None, without fetching the value."""
+    return x.is_known() if isinstance(x, Tracer) else True
+
+
+def is_differentiated(x):
+    """Whether an enclosing forward-mode differentiation carries a tangent for `x`."""
+    return isinstance(x, Tracer) and x.is_differentiated()
 
 
 def aval_of(x):

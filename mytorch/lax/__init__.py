@@ -33,7 +33,7 @@ from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402
 from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
 from mytorch.lax import attention_rules as _attention_rules  # noqa: F401,E402
 from mytorch.lax.cond import cond, switch  # noqa: F401,E402
-from mytorch.lax.scan import fori_loop, map, scan  # noqa: F401,E402
+from mytorch.lax.loops import fori_loop, map, scan  # noqa: F401,E402
 from mytorch.lax.while_loop import while_loop  # noqa: F401,E402
 from mytorch.lax.precision import Precision  # noqa: F401,E402
 from mytorch.lax.composite import (  # noqa: F401,E402

@@ -17,6 +17,7 @@ where `axis.size` is the batch size and `dims[i]` is args[i]'s batch dimension o
 
 from mytorch.core.ad_util import add_any_p, zeros_p
 from mytorch.core.trace import aval_of
+from mytorch.lax.structural import broadcast_in_dim, transpose
 from mytorch.transforms.batching import batch_jaxpr, not_mapped
 
 __all__ = [
@@ -29,8 +30,6 @@ def moveaxis(x, src, dst):
     """`x` with dimension `src` moved to position `dst` (both non-negative)."""
     if src == dst:
         return x
-    from mytorch.lax.structural import transpose
-
     perm = [i for i in range(aval_of(x).ndim) if i != src]
     perm.insert(dst, src)
     return transpose(x, tuple(perm))
@@ -38,8 +37,6 @@ def moveaxis(x, src, dst):
 
 def broadcast_batched(x, size, dim=0):
     """`x` with a new batch dimension of `size` inserted at `dim`."""
-    from mytorch.lax.structural import broadcast_in_dim
-
     shape = aval_of(x).shape
     out = shape[:dim] + (size,) + shape[dim:]
     keep = tuple(i for i in range(len(out)) if i != dim)
@@ -106,8 +103,6 @@ def defbroadcasting(prim):
                 continue
             x = moveaxis(x, d, 0)
             if len(s) != len(out_shape):  # a batched 0-d operand beside larger ones
-                from mytorch.lax.structural import broadcast_in_dim
-
                 x = broadcast_in_dim(x, full, (0,))
             new_args.append(x)
         return prim.bind(*new_args, **params), 0

@@ -6,7 +6,8 @@
 
 Each traces its body once per carry type (see _carry.py: a Python-scalar carry takes the
 dtype the body gives it) and binds `scan_p` (scan.py); `fori_loop` with traced bounds is a
-`while_loop`. Errors name the function the user called, the types and the user's line.
+`while_loop` (while_loop.py). Errors name the function the user called, the types and the
+user's line.
 """
 
 import operator
@@ -17,11 +18,16 @@ from mytorch.core import dtypes, tree_util
 from mytorch.core.aval import ShapedArray
 from mytorch.core.source_info import where
 from mytorch.core.trace import Tracer, aval_of
+from mytorch.lax._batching import bdim_at_front
 from mytorch.lax._carry import (
     LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
 )
 from mytorch.lax._utils import asarray, leaves_as_arrays
+from mytorch.lax.elementwise import convert_element_type
 from mytorch.lax.scan import scan_p
+from mytorch.lax.structural import concatenate, iota, reshape, slice_in_dim
+from mytorch.lax.while_loop import named_while_loop
+from mytorch.transforms.batching import BatchAxis, batch_flat
 from mytorch.transforms.closure import trace_closed_over
 
 __all__ = ["scan", "fori_loop", "map"]
@@ -164,9 +170,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
                              f"tracing; lower/upper are traced here{where()}. Pass Python "
                              "ints, or leave unroll out.")
         return _fori_while(lower, upper, body_fun, init_val)
-    from mytorch.lax.elementwise import convert_element_type
-    from mytorch.lax.structural import iota
-
     n = max(hi - lo, 0)
     idx = iota(np.dtype(np.int32), n)
     if lo:
@@ -181,8 +184,6 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 def _fori_while(lower, upper, body_fun, init_val):
     """fori_loop with traced bounds: a while_loop over (i, upper, val)."""
-    from mytorch.lax.while_loop import _while_loop
-
     lower, upper = _fori_bounds(asarray(lower), asarray(upper))
 
     def cond(state):
@@ -192,13 +193,11 @@ def _fori_while(lower, upper, body_fun, init_val):
         i, u, v = state
         return i + 1, u, body_fun(i, v)
 
-    return _while_loop(cond, body, (lower, upper, init_val), None, _FORI)[2]
+    return named_while_loop(cond, body, (lower, upper, init_val), None, _FORI)[2]
 
 
 def _fori_bounds(lower, upper):
     """The bounds in one integer dtype: a weak (Python int) bound takes the other's."""
-    from mytorch.lax.elementwise import convert_element_type
-
     a, b = aval_of(lower), aval_of(upper)
     for av in (a, b):
         if av.shape != () or not dtypes.is_int(av.dtype):
@@ -253,9 +252,6 @@ def map(f, xs, *, batch_size=None):  # noqa: A001 - the lax name
 
 def _vmapped(f, tree, leaves, size):
     """(f vmapped over axis 0 of the leaves, every output leaf batched at 0, its tree)."""
-    from mytorch.lax._batching import bdim_at_front
-    from mytorch.transforms.batching import BatchAxis, batch_flat
-
     trees = []
 
     def flat(*ls):
@@ -271,8 +267,6 @@ def _vmapped(f, tree, leaves, size):
 def _batched_map(f, xs, batch_size):
     """lax.map with batch_size: a scan over full batches of `f` vmapped, then the
     remainder vmapped once (batch_size=0: all of xs vmapped at once), as in JAX."""
-    from mytorch.lax.structural import concatenate, reshape, slice_in_dim
-
     batch_size = _non_negative_int(batch_size, "map: batch_size", "an int", "non-negative")
     leaves, tree = leaves_as_arrays(xs, "map: xs")
     n = _scan_length(_MAP, leaves, None)

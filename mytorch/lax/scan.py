@@ -15,8 +15,10 @@ opposite direction over the stacked residuals (nothing is recomputed); batching 
 scanned axis at 0 (batched xs and ys carry their batch dimension at 1).
 """
 
+import dataclasses
+
 from mytorch.core.ad_util import (
-    Zero, add_tangents, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
+    Zero, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Jaxpr, Var
@@ -24,23 +26,17 @@ from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
-from mytorch.transforms.closure import trace_closed_over
+from mytorch.lax._loop_rules import (
+    ScanOperands, carry_cotangents, scan_batch_body, scan_jvp_body, transpose_body,
+)
 from mytorch.transforms.fixpoint import fixpoint
-from mytorch.transforms.jvp import jvp_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
-from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["scan", "fori_loop", "map", "scan_p", "transpose_body",
-           "carry_cotangents"]
+__all__ = ["scan_p"]
 
 
 # ---- the primitive -----------------------------------------------------------------------
 scan_p = Primitive("scan", multiple_results=True, kind="call")
-
-
-def _groups(args, num_consts, num_carry):
-    return (list(args[:num_consts]), list(args[num_consts:num_consts + num_carry]),
-            list(args[num_consts + num_carry:]))
 
 
 @scan_p.def_abstract_eval
@@ -48,10 +44,11 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     if len(avals) != len(jaxpr.invars):
         raise TypeError(f"scan has {len(avals)} operands but its body takes "
                         f"{len(jaxpr.invars)}")
-    consts, carry, xs = _groups(avals, num_consts, num_carry)
-    body_in = [v.aval for v in jaxpr.invars]
+    sizes = dict(consts=num_consts, carry=num_carry)
+    ops = ScanOperands.split(avals, **sizes)
+    body_in = ScanOperands.split([v.aval for v in jaxpr.invars], **sizes)
     body_out = [v.aval for v in jaxpr.outvars]
-    _, carry_in, x_in = _groups(body_in, num_consts, num_carry)
+    carry_in, x_in = body_in.carry, body_in.xs
     carry_out = body_out[:num_carry]
     for a, b in zip(carry_in, carry_out, strict=True):
         if a.shape != b.shape or a.dtype != b.dtype:
@@ -59,11 +56,11 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
                 "scan body: carry output must match carry input, got input "
                 f"[{', '.join(x.str_short() for x in carry_in)}] and output "
                 f"[{', '.join(x.str_short() for x in carry_out)}]")
-    for a, b in zip(carry, carry_in):
+    for a, b in zip(ops.carry, carry_in):
         if a.shape != b.shape or a.dtype != b.dtype:
             raise TypeError(f"scan: initial carry {a.str_short()} does not match the body's "
                             f"carry {b.str_short()}")
-    for a, b in zip(xs, x_in):
+    for a, b in zip(ops.xs, x_in):
         if a.shape != (length, *b.shape) or a.dtype != b.dtype:
             raise TypeError(f"scan: xs operand {a.str_short()} does not match the body's "
                             f"slice {b.str_short()} with length {length}")
@@ -73,49 +70,27 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
 
 
 # ---- forward mode ------------------------------------------------------------------------
-def _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz):
-    """Trace the JVP of the body in scan layout: consts + const tangents, carry + carry
-    tangents (those flagged in carry_nz, instantiated), xs + xs tangents -> carry, carry
-    tangents (of the carry_nz carries and any the body makes nonzero), ys, nonzero ys
-    tangents. Returns (jaxpr, consts, out_nonzero)."""
-    nz = [*nonzero[:num_consts], *carry_nz, *nonzero[num_consts + num_carry:]]
-    n_ys = len(jaxpr.outvars) - num_carry
-    body, consts, out_nz = jvp_jaxpr(jaxpr, nz, [*carry_nz, *[False] * n_ys], "scan_jvp")
-    n_c, n = len(consts), len(jaxpr.invars)
-    primals, t_in = body.invars[n_c:n_c + n], iter(body.invars[n_c + n:])
-    tangents = [next(t_in) if f else None for f in nz]
-    invars = list(body.invars[:n_c])
-    n_ck = num_consts + num_carry
-    for lo, hi in ((0, num_consts), (num_consts, n_ck), (n_ck, n)):
-        invars += [*primals[lo:hi], *[t for t in tangents[lo:hi] if t is not None]]
-    m = len(jaxpr.outvars)
-    t_out = iter(body.outvars[m:])
-    t_outs = [next(t_out) if f else None for f in out_nz]
-    outvars = []
-    for lo, hi in ((0, num_carry), (num_carry, m)):
-        outvars += [*body.outvars[lo:hi], *[t for t in t_outs[lo:hi] if t is not None]]
-    return Jaxpr([], invars, body.eqns, outvars, body.debug_name), consts, out_nz
-
-
 def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
+    sizes = dict(consts=num_consts, carry=num_carry)
     nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
                for p, t in zip(primals, tangents)]
 
     def step(carry_nz):  # a carry tangent that the body makes nonzero must be carried
-        body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero, carry_nz)
+        body, body_consts, out_nz = scan_jvp_body(jaxpr, num_consts, num_carry, nonzero,
+                                                  carry_nz)
         return [a or b for a, b in zip(carry_nz, out_nz)], (body, body_consts, out_nz)
 
-    carry_nz, (body, body_consts, out_nz) = fixpoint(
-        step, nonzero[num_consts:num_consts + num_carry], name="scan_jvp")
-    consts, init, xs = _groups(primals, num_consts, num_carry)
-    c_t, k_t, x_t = _groups(tangents, num_consts, num_carry)
-    c_nz, _, x_nz = _groups(nonzero, num_consts, num_carry)
-    const_t = [t for t, f in zip(c_t, c_nz) if f]
+    nz = ScanOperands.split(nonzero, **sizes)
+    carry_nz, (body, body_consts, out_nz) = fixpoint(step, nz.carry, name="scan_jvp")
+    ops = ScanOperands.split(primals, **sizes)
+    tan = ScanOperands.split(tangents, **sizes)
+    const_t = [t for t, f in zip(tan.consts, nz.consts) if f]
     init_t = [instantiate(t) if type(t) is Zero else t
-              for t, f in zip(k_t, carry_nz) if f]
-    xs_t = [t for t, f in zip(x_t, x_nz) if f]
-    outs = scan_p.bind(*body_consts, *consts, *const_t, *init, *init_t, *xs, *xs_t,
-                       jaxpr=body, num_consts=len(body_consts) + len(consts) + len(const_t),
+              for t, f in zip(tan.carry, carry_nz) if f]
+    xs_t = [t for t, f in zip(tan.xs, nz.xs) if f]
+    outs = scan_p.bind(*body_consts, *ops.consts, *const_t, *ops.carry, *init_t, *ops.xs,
+                       *xs_t, jaxpr=body,
+                       num_consts=len(body_consts) + num_consts + len(const_t),
                        num_carry=num_carry + len(init_t), length=length, reverse=reverse,
                        unroll=unroll)
     carry, rest = outs[:num_carry], outs[num_carry:]
@@ -138,24 +113,47 @@ def _save_all(prim, *avals, **params):
     return True
 
 
+@dataclasses.dataclass(frozen=True)
+class _ScanSplit:
+    """A scan body split into a known body and a staged (unknown) body (see _split_body).
+
+    known: known consts, carry, xs -> known carry, known ys, stacked residuals.
+    staged: [const residuals, unknown consts], [unknown carry], [xs residuals, stacked
+      residuals, unknown xs] -> unknown carry, unknown ys.
+    carry_unknown, ys_unknown: flags of the carries and ys the staged scan computes.
+    const_res, xs_res: the indices of the consts and xs passed on as residuals.
+    n_stacked: how many residuals the known scan stacks (its last ys).
+    """
+
+    known: Jaxpr
+    staged: Jaxpr
+    carry_unknown: list
+    ys_unknown: list
+    const_res: list
+    xs_res: list
+    n_stacked: int
+
+    def outs_unknown(self):
+        """Flags of the scan's results (carries, then ys) that the staged scan computes."""
+        return [*self.carry_unknown, *self.ys_unknown]
+
+
 def _split_body(jaxpr, num_consts, num_carry, unknowns):
-    """Split the body into a known body and a staged (unknown) body.
+    """Split the body into a known body and a staged (unknown) body: a _ScanSplit.
 
     The carries that are unknown are found by a fixpoint (an unknown carry output makes the
-    carry unknown). Residuals that are known consts are passed to the staged scan as its
-    consts; every other residual is stacked: an extra y of the known scan, an extra x of
-    the staged one. Returns (known, staged, carry_unknown, ys_unknown, const_res, n_stacked)
-    where `const_res` are the indices of the consts passed on, `known` maps known consts,
-    carry, xs -> known carry, known ys, stacked residuals, and `staged` takes
-    [const residuals, unknown consts], [unknown carry], [stacked residuals, unknown xs].
+    carry unknown). Residuals that are known consts or xs are passed to the staged scan as
+    its consts or xs; every other residual is stacked: an extra y of the known scan, an
+    extra x of the staged one.
     """
-    c_unk, k_unk, x_unk = _groups(unknowns, num_consts, num_carry)
+    sizes = dict(consts=num_consts, carry=num_carry)
+    unk = ScanOperands.split(unknowns, **sizes)
 
     def step(k_unk):
-        split = partial_eval_jaxpr(jaxpr, [*c_unk, *k_unk, *x_unk], _save_all)
+        split = partial_eval_jaxpr(jaxpr, unk.replace(carry=k_unk).flat(), _save_all)
         return [a or b for a, b in zip(k_unk, split[2])], split
 
-    k_unk, (known, staged, out_unk, num_res) = fixpoint(step, k_unk, name="scan_split")
+    k_unk, (known, staged, out_unk, num_res) = fixpoint(step, unk.carry, name="scan_split")
     n_known_out = len(known.outvars) - num_res
     known_out, residuals = list(known.outvars[:n_known_out]), list(known.outvars[n_known_out:])
     res_in = list(staged.invars[:num_res])  # the staged body's variables for the residuals
@@ -173,8 +171,9 @@ def _split_body(jaxpr, num_consts, num_carry, unknowns):
             new_known_out.append(next(known_it))
     residuals += [v for v, _ in forced]
     res_in += [r for _, r in forced]
-    const_pos = {v: i for i, v in enumerate(jaxpr.invars[:num_consts])}
-    xs_pos = {v: i for i, v in enumerate(jaxpr.invars[num_consts + num_carry:])}
+    body_in = ScanOperands.split(jaxpr.invars, **sizes)
+    const_pos = {v: i for i, v in enumerate(body_in.consts)}
+    xs_pos = {v: i for i, v in enumerate(body_in.xs)}
     const_res = [(const_pos[v], r) for v, r in zip(residuals, res_in)
                  if type(v) is Var and v in const_pos]
     xs_res = [(xs_pos[v], r) for v, r in zip(residuals, res_in)
@@ -183,48 +182,45 @@ def _split_body(jaxpr, num_consts, num_carry, unknowns):
                if not (type(v) is Var and (v in const_pos or v in xs_pos))]
     known = Jaxpr([], known.invars, known.eqns, new_known_out + [v for v, _ in stacked],
                   known.debug_name)
-    u_in = staged.invars[num_res:]
-    n_uc = sum(c_unk)
-    n_uk = sum(k_unk)
-    staged_in = ([r for _, r in const_res] + u_in[:n_uc] + u_in[n_uc:n_uc + n_uk]
-                 + [r for _, r in xs_res] + [r for _, r in stacked] + u_in[n_uc + n_uk:])
+    u_in = ScanOperands.split(staged.invars[num_res:], consts=sum(unk.consts),
+                              carry=sum(k_unk))
+    staged_in = ([r for _, r in const_res] + u_in.consts + u_in.carry
+                 + [r for _, r in xs_res] + [r for _, r in stacked] + u_in.xs)
     staged = Jaxpr([], staged_in, staged.eqns, new_staged_out, staged.debug_name)
-    return (known, staged, k_unk, out_unk[num_carry:], [i for i, _ in const_res],
-            len(stacked), [i for i, _ in xs_res])
+    return _ScanSplit(known, staged, k_unk, out_unk[num_carry:], [i for i, _ in const_res],
+                      [i for i, _ in xs_res], len(stacked))
 
 
 def _split_params(params, split, unknowns):
     """Params of the known and staged scans; returns (known, staged) params dicts."""
-    known, staged, k_unk, _, const_res, n_stacked, _ = split
     nc = params["num_consts"]
     n_uc = sum(unknowns[:nc])
-    known_p = dict(params, jaxpr=known, num_consts=nc - n_uc,
-                   num_carry=params["num_carry"] - sum(k_unk))
-    staged_p = dict(params, jaxpr=staged, num_consts=len(const_res) + n_uc,
-                    num_carry=sum(k_unk))
+    n_uk = sum(split.carry_unknown)
+    known_p = dict(params, jaxpr=split.known, num_consts=nc - n_uc,
+                   num_carry=params["num_carry"] - n_uk)
+    staged_p = dict(params, jaxpr=split.staged, num_consts=len(split.const_res) + n_uc,
+                    num_carry=n_uk)
     return known_p, staged_p
 
 
 def _known_unknown_operands(args, params, split, unknowns):
     """(known operands, function(stacked residuals) -> staged operands)."""
-    _, _, k_unk, _, const_res, _, xs_res = split
-    nc, ncar = params["num_consts"], params["num_carry"]
-    c, k, x = _groups(args, nc, ncar)
-    cu, _, xu = _groups(unknowns, nc, ncar)
-    known_ops = ([a for a, u in zip(c, cu) if not u] + [a for a, u in zip(k, k_unk) if not u]
-                 + [a for a, u in zip(x, xu) if not u])
+    sizes = dict(consts=params["num_consts"], carry=params["num_carry"])
+    ops = ScanOperands.split(args, **sizes)
+    unk = ScanOperands.split(unknowns, **sizes).replace(carry=split.carry_unknown)
+    known_ops = ops.select(unk, False).flat()
+    u = ops.select(unk, True)
 
     def staged_ops(stacked):
-        return ([c[i] for i in const_res] + [a for a, u in zip(c, cu) if u]
-                + [a for a, u in zip(k, k_unk) if u] + [x[i] for i in xs_res] + list(stacked)
-                + [a for a, u in zip(x, xu) if u])
+        return ([ops.consts[i] for i in split.const_res] + u.consts + u.carry
+                + [ops.xs[i] for i in split.xs_res] + list(stacked) + u.xs)
 
     return known_ops, staged_ops
 
 
-def _merge_outs(params, k_unk, ys_unk, known_outs, staged_outs):
+def _merge_outs(split, known_outs, staged_outs):
     known_it, staged_it = iter(known_outs), iter(staged_outs)
-    return [next(staged_it) if u else next(known_it) for u in [*k_unk, *ys_unk]]
+    return [next(staged_it) if u else next(known_it) for u in split.outs_unknown()]
 
 
 def _scan_partial_eval(trace, args, params):
@@ -233,17 +229,15 @@ def _scan_partial_eval(trace, args, params):
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return scan_p.bind(*args, **params)
-    nc, ncar = params["num_consts"], params["num_carry"]
-    split = _split_body(params["jaxpr"], nc, ncar, unknowns)
+    split = _split_body(params["jaxpr"], params["num_consts"], params["num_carry"], unknowns)
     known_p, staged_p = _split_params(params, split, unknowns)
     known_ops, staged_ops = _known_unknown_operands(args, params, split, unknowns)
-    n_stacked = split[5]
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(*known_ops, **known_p)
-    n_known = len(known_outs) - n_stacked
+    n_known = len(known_outs) - split.n_stacked
     stacked = known_outs[n_known:]
     staged_outs = StagingTrace.process_primitive(trace, scan_p, staged_ops(stacked), staged_p)
-    return _merge_outs(params, split[2], split[3], known_outs[:n_known], staged_outs)
+    return _merge_outs(split, known_outs[:n_known], staged_outs)
 
 
 def _scan_partial_eval_jaxpr(eqn, unknowns, saveable):
@@ -252,10 +246,10 @@ def _scan_partial_eval_jaxpr(eqn, unknowns, saveable):
     split = _split_body(params["jaxpr"], params["num_consts"], params["num_carry"], unknowns)
     known_p, staged_p = _split_params(params, split, unknowns)
     known_ops, staged_ops = _known_unknown_operands(eqn.invars, params, split, unknowns)
-    _, _, k_unk, ys_unk, _, n_stacked, _ = split
-    outs_unknown = [*k_unk, *ys_unk]
+    outs_unknown = split.outs_unknown()
+    known_outvars = split.known.outvars
     stacked = [Var(ShapedArray((params["length"], *v.aval.shape), v.aval.dtype))
-               for v in split[0].outvars[len(split[0].outvars) - n_stacked:]]
+               for v in known_outvars[len(known_outvars) - split.n_stacked:]]
     known_eqn = eqn.replace(
         invars=known_ops, params=known_p,
         outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + stacked)
@@ -269,82 +263,20 @@ scan_p.def_rule("partial_eval", _scan_partial_eval)
 scan_p.def_rule("partial_eval_jaxpr", _scan_partial_eval_jaxpr)
 
 
-def transpose_body(jaxpr, num_consts, num_carry, c_lin, x_lin, res_c_avals, carry_avals,
-                   ct_zero):
-    """The body of a linear scan's transpose, in scan layout: (residual consts, linear
-    consts' cotangent sums, carry cotangents, residual xs, ys cotangents) -> (new sums,
-    carry cotangents, linear xs' cotangents). `c_lin`/`x_lin` flag the linear consts and
-    xs; every carry is linear.
-
-    `ct_zero` flags the carries whose incoming cotangent is a symbolic zero (their final
-    value is unused). Those whose cotangent stays zero through the body (a fixpoint: e.g.
-    a convergence measure only the predicate reads) are not carried at all.
-    Returns (jaxpr, captured consts, zero flags of the carries left out)."""
-    body_in = [v.aval for v in jaxpr.invars]
-    c_avals, _, x_avals = _groups(body_in, num_consts, num_carry)
-    lin_c_avals = [a for a, lin in zip(c_avals, c_lin) if lin]
-    n_rc, n_lc = len(res_c_avals), len(lin_c_avals)
-    n_rx = len(x_lin) - sum(x_lin)
-    linear_in = [*c_lin, *[True] * num_carry, *x_lin]
-
-    def step(carried):  # the carries with a nonzero cotangent (the rest are left out)
-        zero = [not c for c in carried]
-        n_k = num_carry - sum(zero)
-        store = {}
-
-        def body(*a):
-            rc, acc = list(a[:n_rc]), list(a[n_rc:n_rc + n_lc])
-            ct_it = iter(a[n_rc + n_lc:n_rc + n_lc + n_k])
-            ct_k = [Zero(av) if z else next(ct_it) for av, z in zip(carry_avals, zero)]
-            rest = a[n_rc + n_lc + n_k:]
-            rx, ct_y = list(rest[:n_rx]), list(rest[n_rx:])
-            rc_it, rx_it = iter(rc), iter(rx)
-            values = ([None if lin else next(rc_it) for lin in c_lin] + [None] * num_carry
-                      + [None if lin else next(rx_it) for lin in x_lin])
-            ct_in = backward_pass(jaxpr, [], linear_in, values, [*ct_k, *ct_y])
-            c_ct, k_ct, x_ct = _groups(ct_in, num_consts, num_carry)
-            store["out_zero"] = [type(t) is Zero for t in k_ct]
-            new_acc = [instantiate(add_tangents(s, t))
-                       for s, t in zip(acc, [t for t, lin in zip(c_ct, c_lin) if lin])]
-            return [*new_acc, *[instantiate(t) for t, z in zip(k_ct, zero) if not z],
-                    *[instantiate(t) for t, lin in zip(x_ct, x_lin) if lin]]
-
-        in_avals = (list(res_c_avals) + lin_c_avals
-                    + [a for a, z in zip(carry_avals, zero) if not z]
-                    + [a for a, lin in zip(x_avals, x_lin) if not lin]
-                    + [v.aval for v in jaxpr.outvars[num_carry:]])
-        t_jaxpr, t_consts = trace_closed_over(body, in_avals, "scan_transpose")
-        return [c or not oz for c, oz in zip(carried, store["out_zero"])], (t_jaxpr, t_consts)
-
-    carried, (t_jaxpr, t_consts) = fixpoint(step, [not z for z in ct_zero],
-                                            name="scan_transpose")
-    return t_jaxpr, t_consts, [not c for c in carried]
-
-
-def carry_cotangents(carried, init_lin, zero):
-    """The cotangents of a linear loop's initial carries: the next of `carried` for each
-    carry the transpose carried, None for a zero one (see transpose_body) or one whose
-    initial value was not linear."""
-    out = []
-    for lin, z in zip(init_lin, zero):
-        ct = None if z else next(carried)
-        out.append(ct if lin else None)
-    return out
-
-
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     """A scan in the opposite direction over the non-linear (residual) operands: it carries
-    the carry cotangent and accumulates the cotangents of the linear consts."""
-    consts, init, xs = _groups(args, num_consts, num_carry)
+    the carry cotangent and accumulates the cotangents of the linear consts. Zero carry
+    cotangents that stay zero through the body are not carried (see transpose_body)."""
+    ops = ScanOperands.split(args, consts=num_consts, carry=num_carry)
     # every carry of a linear scan is linear; one with a known value (a zero tangent that
     # was instantiated) just gets no cotangent
-    init_lin = [is_undefined(c) for c in init]
-    c_lin = [is_undefined(c) for c in consts]
-    x_lin = [is_undefined(x) for x in xs]
-    res_c = [c for c, lin in zip(consts, c_lin) if not lin]
-    res_x = [x for x, lin in zip(xs, x_lin) if not lin]
-    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
-    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(init, init_lin)]
+    init_lin = [is_undefined(c) for c in ops.carry]
+    c_lin = [is_undefined(c) for c in ops.consts]
+    x_lin = [is_undefined(x) for x in ops.xs]
+    res_c = [c for c, lin in zip(ops.consts, c_lin) if not lin]
+    res_x = [x for x, lin in zip(ops.xs, x_lin) if not lin]
+    lin_c_avals = [c.aval for c, lin in zip(ops.consts, c_lin) if lin]
+    carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(ops.carry, init_lin)]
     ct_ys = [instantiate(c) for c in cts[num_carry:]]
     t_jaxpr, t_consts, zero = transpose_body(
         jaxpr, num_consts, num_carry, c_lin, x_lin, [aval_of(c) for c in res_c], carry_avals,
@@ -364,52 +296,29 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
 
 
 scan_p.def_transpose(_scan_transpose)
-scan_p.transpose_zeros = True
 
 
 # ---- batching ----------------------------------------------------------------------------
-def _batch_body(jaxpr, axis, num_consts, num_carry, const_dims, carry_b, xs_b):
-    """Batch the body: carries flagged in carry_b and batched ys at dimension 0.
-    Returns (jaxpr, consts, carry_out_batched, ys_batched)."""
-    from mytorch.transforms.batching import batch_jaxpr
-
-    def finish(outs, dims):
-        k_dims, y_dims = dims[:num_carry], dims[num_carry:]
-        k_out = [bdim_at_front(o, d, axis.size) if b else o
-                 for o, d, b in zip(outs[:num_carry], k_dims, carry_b)]
-        y_out = [o if d is not_mapped else bdim_at_front(o, d, axis.size)
-                 for o, d in zip(outs[num_carry:], y_dims)]
-        k_d = [0 if b else d for d, b in zip(k_dims, carry_b)]
-        y_d = [not_mapped if d is not_mapped else 0 for d in y_dims]
-        return [*k_out, *y_out], [*k_d, *y_d]
-
-    in_dims = [*const_dims, *[0 if b else not_mapped for b in carry_b],
-               *[0 if b else not_mapped for b in xs_b]]
-    new, consts, out_dims = batch_jaxpr(jaxpr, axis, in_dims, finish, "scan_vmap")
-    k_b = [d is not not_mapped for d in out_dims[:num_carry]]
-    y_b = [d is not not_mapped for d in out_dims[num_carry:]]
-    return new, consts, k_b, y_b
-
-
 def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
                    unroll):
     """The scanned axis stays 0: batched xs and ys have their batch dimension at 1; the
     batched carries (a fixpoint: a carry the body batches is batched) at 0."""
-    c_args, k_args, x_args = _groups(args, num_consts, num_carry)
-    c_dims, k_dims, x_dims = _groups(dims, num_consts, num_carry)
-    xs_b = [d is not not_mapped for d in x_dims]
+    sizes = dict(consts=num_consts, carry=num_carry)
+    ops, op_dims = ScanOperands.split(args, **sizes), ScanOperands.split(dims, **sizes)
+    xs_b = [d is not not_mapped for d in op_dims.xs]
 
     def step(carry_b):
-        out = _batch_body(jaxpr, axis, num_consts, num_carry, c_dims, carry_b, xs_b)
+        out = scan_batch_body(jaxpr, axis, num_consts, num_carry, op_dims.consts, carry_b,
+                              xs_b)
         return [a or b for a, b in zip(carry_b, out[2])], out
 
     carry_b, (body, consts, _, y_b) = fixpoint(
-        step, [d is not not_mapped for d in k_dims], name="scan_batching")
+        step, [d is not not_mapped for d in op_dims.carry], name="scan_batching")
     init = [bdim_at_front(a, d, axis.size) if b else a
-            for a, d, b in zip(k_args, k_dims, carry_b)]
+            for a, d, b in zip(ops.carry, op_dims.carry, carry_b)]
     xs = [a if d is not_mapped else bdim_to(a, d, 1, axis.size)
-          for a, d in zip(x_args, x_dims)]
-    outs = scan_p.bind(*consts, *c_args, *init, *xs, jaxpr=body,
+          for a, d in zip(ops.xs, op_dims.xs)]
+    outs = scan_p.bind(*consts, *ops.consts, *init, *xs, jaxpr=body,
                        num_consts=len(consts) + num_consts, num_carry=num_carry,
                        length=length, reverse=reverse, unroll=unroll)
     out_dims = [0 if b else not_mapped for b in carry_b] + [1 if b else not_mapped for b in y_b]
@@ -417,7 +326,3 @@ def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, re
 
 
 scan_p.def_batching(_scan_batching)
-
-
-# the user-facing functions live in loops.py (imported here last: loops.py needs scan_p)
-from mytorch.lax.loops import fori_loop, map, scan  # noqa: E402,F401

@@ -18,27 +18,38 @@ import numpy as np
 
 from mytorch.core import tree_util
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable, tangent_aval
+from mytorch.core.array import ArrayImpl
 from mytorch.core.aval import ShapedArray
+from mytorch.core.dtypes import is_opaque
 from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_frame, where
-from mytorch.core.trace import aval_of
+from mytorch.core.staging import StagingTrace
+from mytorch.core.trace import (
+    aval_of, is_differentiated, is_known, known_value, set_current_trace,
+)
 from mytorch.lax._batching import bdim_at_front, not_mapped
 from mytorch.lax._carry import (
     LoopNames, check_carry_tree, check_carry_types, describe_value, promote_weak_carries,
 )
+from mytorch.lax._loop_rules import (
+    WhileOperands, batched_pred, masked, while_carry_dims,
+)
 from mytorch.lax._masking import fed_dims, feed, guard, guard_linear
 from mytorch.lax._utils import asarray, leaves_as_arrays
-from mytorch.lax.while_tape import TAPE_DTYPE, tape_aval, tape_scan_p, while_tape_p
-from mytorch.transforms.batching import batch_flat, batch_jaxpr
+from mytorch.lax.elementwise import select_n
+from mytorch.lax.scan import scan_p
+from mytorch.lax.structural import broadcast_in_dim, concatenate, expand_dims, full
+from mytorch.lax.while_tape import tape_aval, tape_scan_p, while_tape_p
+from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
-from mytorch.transforms.jvp import jvp_jaxpr, look_through
+from mytorch.transforms.jvp import jvp_jaxpr
+from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
-__all__ = ["while_loop", "while_p"]
+__all__ = ["while_loop", "while_p", "named_while_loop"]
 
 while_p = Primitive("while", multiple_results=True, kind="call")
-while_p.runs_to_differentiate_again = True  # the stacked form of its reverse mode
 
 
 # ---- the user-facing function --------------------------------------------------------------
@@ -81,10 +92,10 @@ def while_loop(cond_fun, body_fun, init_val, *, checkpoint_every=None):
                                          or checkpoint_every < 1):
         raise ValueError(f"while_loop: checkpoint_every must be a positive int or None, got "
                          f"{checkpoint_every!r}{_at(user_frame())}")
-    return _while_loop(cond_fun, body_fun, init_val, checkpoint_every, _WHILE)
+    return named_while_loop(cond_fun, body_fun, init_val, checkpoint_every, _WHILE)
 
 
-def _while_loop(cond_fun, body_fun, init_val, checkpoint_every, names):
+def named_while_loop(cond_fun, body_fun, init_val, checkpoint_every, names):
     """while_loop, naming `names.op` (while_loop or fori_loop) in its errors."""
     call_site = where()
     for what, fn in (("cond_fun", cond_fun), ("body_fun", body_fun)):
@@ -129,17 +140,16 @@ def _while_loop(cond_fun, body_fun, init_val, checkpoint_every, names):
     return tree_util.tree_unflatten(in_tree, outs)
 
 
-# ---- abstract evaluation and eager evaluation ----------------------------------------------
-def _split(args, cond_nconsts, body_nconsts):
-    """(cond consts, body consts, carries) of a `while` equation's operands."""
-    n = cond_nconsts + body_nconsts
-    return list(args[:cond_nconsts]), list(args[cond_nconsts:n]), list(args[n:])
+# ---- abstract evaluation --------------------------------------------------------------------
+def _operands(args, cond_nconsts, body_nconsts):
+    """A `while` equation's operands (or flags, dims, ...) as WhileOperands."""
+    return WhileOperands.split(args, cond_consts=cond_nconsts, body_consts=body_nconsts)
 
 
 @while_p.def_abstract_eval
 def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
                          checkpoint_every):
-    _, _, carry = _split(avals, cond_nconsts, body_nconsts)
+    carry = _operands(avals, cond_nconsts, body_nconsts).carry
     pred = [v.aval for v in cond_jaxpr.outvars]
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != np.bool_:
         raise TypeError("while: cond_jaxpr must return one scalar bool, got "
@@ -198,8 +208,8 @@ def _with_unused(jaxpr, extra_avals):
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
                checkpoint_every):
-    cc, bc, carry = _split(primals, cond_nconsts, body_nconsts)
-    _, bc_t, carry_t = _split(tangents, cond_nconsts, body_nconsts)
+    cc, bc, carry = _operands(primals, cond_nconsts, body_nconsts)
+    _, bc_t, carry_t = _operands(tangents, cond_nconsts, body_nconsts)
     nz_consts = [type(t) is not Zero and is_differentiable(aval_of(p))
                  for p, t in zip(bc, bc_t)]
     nz_init = [type(t) is not Zero for t in carry_t]
@@ -224,35 +234,6 @@ while_p.def_jvp(_while_jvp)
 
 
 # ---- batching ------------------------------------------------------------------------------
-def _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims, carry_dims):
-    """Which carries must be batched (fixpoint over the body), and whether the predicate is
-    batched. Batched carries are kept at dimension 0."""
-
-    def step(batched):
-        dims = [0 if b else not_mapped for b in batched]
-        _, _, out_dims = batch_jaxpr(body_jaxpr, axis, [*bc_dims, *dims])
-        return [b or d is not not_mapped for b, d in zip(batched, out_dims)], dims
-
-    batched, dims = fixpoint(step, [d is not not_mapped for d in carry_dims],
-                             name="while_batching")
-    _, _, (pred_dim,) = batch_jaxpr(cond_jaxpr, axis, [*cc_dims, *dims])
-    pred_batched = pred_dim is not not_mapped
-    return ([True] * len(batched) if pred_batched else batched), pred_batched
-
-
-def _batched_pred(cond_jaxpr, axis, cc_dims, dims, cc, carry, reduce):
-    """The predicate of the batched loop: unbatched as it is, else per element (at dim 0),
-    or (with `reduce`) whether any element is not done."""
-    from mytorch.lax.reductions import reduce_or
-
-    (p,), (pd,) = batch_flat(lambda *a: eval_jaxpr(cond_jaxpr, [], *a), [*cc, *carry],
-                             [*cc_dims, *dims], axis, "while_cond")
-    if pd is not_mapped:
-        return p
-    p = bdim_at_front(p, pd, axis.size)
-    return reduce_or(p, (0,)) if reduce else p
-
-
 def _batched_body(body_jaxpr, axis, bc_dims, dims, bc, carry):
     """The body of the batched loop: outputs of batched carries at dim 0."""
     outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), [*bc, *carry],
@@ -261,24 +242,11 @@ def _batched_body(body_jaxpr, axis, bc_dims, dims, bc, carry):
             for o, d, cd in zip(outs, od, dims)]
 
 
-def _masked(pred, new, old):
-    """`new` where the (B,) `pred` holds, else `old`: carries batched at dim 0."""
-    from mytorch.lax.elementwise import select_n
-    from mytorch.lax.structural import broadcast_in_dim
-
-    out = []
-    for n, o in zip(new, old):
-        shape = aval_of(o).shape
-        p = broadcast_in_dim(pred, shape, (0,)) if len(shape) > 1 else pred
-        out.append(select_n(p, o, n))
-    return out
-
-
 def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
                     checkpoint_every):
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    cc_dims, bc_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
-    batched, pred_batched = _carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims,
+    cc, bc, carry = _operands(args, cond_nconsts, body_nconsts)
+    cc_dims, bc_dims, carry_dims = _operands(dims, cond_nconsts, body_nconsts)
+    batched, pred_batched = while_carry_dims(axis, body_jaxpr, cond_jaxpr, cc_dims, bc_dims,
                                         carry_dims)
     carry = [bdim_at_front(x, d, axis.size) if b else x
              for x, d, b in zip(carry, carry_dims, batched)]
@@ -287,7 +255,7 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
     n_cc, n_bc = len(cc), len(bc)
 
     def new_cond(*xs):
-        return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:],
+        return [batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:],
                               pred_batched)]
 
     # a finished element keeps running the body: it feeds the body a running element's
@@ -296,14 +264,14 @@ def _while_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
     body_dims = fed_dims(bc_dims)
 
     def new_body(*xs):
-        c, xs = (xs[:n_cc], xs[n_cc:]) if pred_batched else ((), xs)
-        b, old = xs[:n_bc], list(xs[n_bc:])
+        c, b, old = WhileOperands.split(xs, cond_consts=n_cc if pred_batched else 0,
+                                        body_consts=n_bc)
         if not pred_batched:
             return _batched_body(body_jaxpr, axis, bc_dims, cdims, b, old)
-        pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
+        pred = batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
         fed = feed(pred, [*b, *old], [*bc_dims, *cdims], axis.size)
         new = _batched_body(body_jaxpr, axis, body_dims, cdims, fed[:n_bc], fed[n_bc:])
-        return _masked(pred, new, old)
+        return masked(pred, new, old)
 
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,
                                       "while_cond_vmap")
@@ -336,7 +304,7 @@ def _everything(prim, *avals, **params):
 
 def _host_any(p):
     """Whether any element of the concrete predicate `p` (possibly batched) is true."""
-    value = look_through(p)[0]
+    value = known_value(p)
     if value is None:  # the loop's operands were concrete: so must its predicate be
         raise AssertionError("while_loop: the predicate of a concrete loop is traced")
     return bool(np.any(np.asarray(value)))
@@ -353,8 +321,6 @@ def _split_body(body_jaxpr, n_bc, bc_uk, carry_uk):
               outputs, where the const residuals are the known consts at `const_res`
               (indices among the known consts: passed once, not stacked per iteration).
     """
-    from mytorch.transforms.partial_eval import partial_eval_jaxpr
-
     def step(carry_uk):
         split = partial_eval_jaxpr(body_jaxpr, [*bc_uk, *carry_uk], _everything)
         return [a or b for a, b in zip(carry_uk, split[2])], split
@@ -397,8 +363,6 @@ def _masked_step(step, n_lin_at, n_lin, n_carry):
     the n_lin linear inputs at positions n_lin_at..) and feeds the step zeros for the
     linear inputs, so that a finished element's rows never meet a cotangent. Returns
     (jaxpr, captured consts)."""
-    from mytorch.lax.elementwise import select_n
-
     def fun(*xs):
         p, lin = xs[-1], range(n_lin_at, n_lin_at + n_lin)
         new = eval_jaxpr(step, [], *[guard_linear(p, x) if k in lin else x
@@ -414,9 +378,6 @@ def _masked_step(step, n_lin_at, n_lin, n_carry):
 def _run_known(cond, body, cc, bc, carry):
     """Run the known loop under the current trace; returns (final carries, residual rows
     per iteration, predicates per iteration). Each finished batch element keeps its carry."""
-    from mytorch.core.array import ArrayImpl
-    from mytorch.lax.elementwise import select_n
-
     rows, preds, n = [], [], len(carry)
     while True:
         p = eval_jaxpr(cond, [], *cc, *carry)[0]
@@ -436,8 +397,6 @@ def _run_known(cond, body, cc, bc, carry):
 
 def _stack(values, aval):
     """`values` (each of `aval`) stacked along a new leading axis (length may be 0)."""
-    from mytorch.lax.structural import broadcast_in_dim, concatenate, expand_dims, full
-
     if not values:
         return full((0, *aval.shape), 0, aval.dtype)
     if len(values) == 1:
@@ -450,7 +409,7 @@ class _Split:
 
     def __init__(self, params, unknowns):
         ncc, nbc = params["cond_nconsts"], params["body_nconsts"]
-        self.cc_uk, self.bc_uk, carry_uk = _split(unknowns, ncc, nbc)
+        self.cc_uk, self.bc_uk, carry_uk = _operands(unknowns, ncc, nbc)
         self.known, self.staged, self.carry_uk, self.const_res, self.n_rows = _split_body(
             params["body_jaxpr"], nbc, self.bc_uk, carry_uk)
         cond = params["cond_jaxpr"]
@@ -466,7 +425,7 @@ class _Split:
     def operands(self, args):
         """(cond consts, known body consts, known carries, const residuals, unknown body
         consts, unknown carries) among `args` (values or variables)."""
-        cc, bc, carry = _split(args, self.ncc, self.nbc)
+        cc, bc, carry = _operands(args, self.ncc, self.nbc)
         known_bc = [x for x, u in zip(bc, self.bc_uk) if not u]
         return (cc, known_bc, [x for x, u in zip(carry, self.carry_uk) if not u],
                 [known_bc[i] for i in self.const_res], [x for x, u in zip(bc, self.bc_uk) if u],
@@ -488,11 +447,6 @@ class _Split:
 
 
 def _while_partial_eval(trace, args, params):
-    from mytorch.core.array import ArrayImpl
-    from mytorch.core.staging import StagingTrace
-    from mytorch.core.trace import set_current_trace
-    from mytorch.lax.scan import scan_p
-
     unknowns = [trace.is_unknown(x) for x in args]
     if not any(unknowns):
         with set_current_trace(trace.parent):
@@ -503,13 +457,13 @@ def _while_partial_eval(trace, args, params):
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(args)
     every = params["checkpoint_every"]
     row_avals = [v.aval for v in sp.known.outvars[len(kcarry):]]
-    seen = [look_through(x) for x in [*cc, *kbc, *kcarry]]
+    known = [*cc, *kbc, *kcarry]
     # the stacked form only where it is needed: an enclosing jvp (grad(grad), hessian)
     # differentiates the residuals, which a tape cannot offer; the tape form compiles both
     # loops and also serves staged loops, checkpointing and rows holding an inner tape
-    stacked = (every is None and any(d for _, d in seen)
-               and all(v is not None for v, _ in seen)
-               and not any(a.dtype == TAPE_DTYPE for a in row_avals))
+    stacked = (every is None and any(is_differentiated(x) for x in known)
+               and all(is_known(x) for x in known)
+               and not any(is_opaque(a.dtype) for a in row_avals))
     if not stacked:
         fwd_p, fwd, lin_p, lin = sp.tape_params(every)
         with set_current_trace(trace.parent):

@@ -5,10 +5,10 @@ when the program runs (the loop is staged under jit, or nested in a cond/scan bo
     tangent carries = tape_scan(tape, consts, tangent carries)            # linear part
 
 `while_tape`'s body maps (body consts, carries) to (carries, residual rows[, mask]); each
-iteration pushes its rows on the tape (a value of `tape_aval`, an object-dtype array whose
-buffer each backend defines: the NumPy one in `mytorch.backends.numpy.tape`). `tape_scan` is a scan whose xs
-are the tape's rows, read in order (or reversed): its `jaxpr` maps (consts, carries, rows
-[, mask]) to carries. Its transpose is a `tape_scan` in the opposite direction over the
+iteration pushes its rows on the tape (a value of `tape_aval`, an array of the opaque host
+dtype whose buffer each backend defines: the NumPy one in `mytorch.backends.numpy.tape`).
+`tape_scan` is a scan whose xs are the tape's rows, read in order (or reversed): its
+`jaxpr` maps (consts, carries, rows [, mask]) to carries. Its transpose is a `tape_scan` in the opposite direction over the
 same tape, so `jit(grad(f))` of a `while_loop` runs the forward loop once, recording, and
 the backward loop once over the records. `batch_shape` is the shape of the tape operand:
 () for one loop; under vmap the loop runs once for the whole batch, and each step's rows
@@ -21,14 +21,21 @@ says so rather than dropping their derivatives.
 
 import numpy as np
 
-from mytorch.core.ad_util import Zero, instantiate, is_differentiable
+from mytorch.core.ad_util import (
+    Zero, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
+)
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Jaxpr, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import where
 from mytorch.core.trace import aval_of
 from mytorch.lax._batching import bdim_at_front, not_mapped
+from mytorch.lax._loop_rules import (
+    ScanOperands, TapeScanOperands, WhileOperands, batched_pred, carry_cotangents, masked,
+    scan_batch_body, scan_jvp_body, transpose_body, while_carry_dims,
+)
 from mytorch.lax._masking import fed_dims, feed, guard_linear
+from mytorch.lax.structural import broadcast_in_dim, full
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.dce import dce_jaxpr
@@ -40,7 +47,8 @@ while_tape_p = Primitive("while_tape", multiple_results=True, kind="call")
 tape_scan_p = Primitive("tape_scan", multiple_results=True, kind="call")
 
 
-# a tape's type: object dtype, of the batch shape (its buffers are the backend's business)
+# a tape's type: the opaque host dtype (core.dtypes.is_opaque), of the batch shape (its
+# buffers are the backend's business)
 TAPE_DTYPE = np.dtype(object)
 
 
@@ -53,7 +61,8 @@ def tape_aval(batch_shape=()):
 @while_tape_p.def_abstract_eval
 def _while_tape_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts,
                               num_carry, batch_shape, every):
-    carry = avals[cond_nconsts + body_nconsts:]
+    carry = WhileOperands.split(avals, cond_consts=cond_nconsts,
+                                body_consts=body_nconsts).carry
     return [a.strip_weak() for a in carry] + [tape_aval(batch_shape)]
 
 
@@ -78,14 +87,12 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
     """One loop for the whole batch: the carries are masked as in `while`'s batching, and
     each step's rows get the batch axis in front, followed by the mask of elements that
     ran the step."""
-    from mytorch.lax.structural import broadcast_in_dim, full
-    from mytorch.lax.while_loop import _batched_pred, _carry_dims, _masked, _split
-
-    cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
-    cc_dims, bc_dims, carry_dims = _split(dims, cond_nconsts, body_nconsts)
+    sizes = dict(cond_consts=cond_nconsts, body_consts=body_nconsts)
+    cc, bc, carry = WhileOperands.split(args, **sizes)
+    cc_dims, bc_dims, carry_dims = WhileOperands.split(dims, **sizes)
     carry_only = Jaxpr([], body_jaxpr.invars, body_jaxpr.eqns,
                        body_jaxpr.outvars[:num_carry], "while_tape_carry")
-    batched, pred_batched = _carry_dims(axis, carry_only, cond_jaxpr, cc_dims, bc_dims,
+    batched, pred_batched = while_carry_dims(axis, carry_only, cond_jaxpr, cc_dims, bc_dims,
                                         carry_dims)
     carry = [bdim_at_front(x, d, axis.size) if b else x
              for x, d, b in zip(carry, carry_dims, batched)]
@@ -93,14 +100,14 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
     n_cc, n_bc, size = len(cc), len(bc), axis.size
 
     def new_cond(*xs):
-        return [_batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:], True)]
+        return [batched_pred(cond_jaxpr, axis, cc_dims, cdims, xs[:n_cc], xs[n_cc:], True)]
 
     def new_body(*xs):
-        c, b, old = xs[:n_cc], xs[n_cc:n_cc + n_bc], list(xs[n_cc + n_bc:])
+        c, b, old = WhileOperands.split(xs, cond_consts=n_cc, body_consts=n_bc)
         ins, in_dims = [*b, *old], [*bc_dims, *cdims]
         if pred_batched:  # a finished element runs the body on a running one's operands,
             # so the rows it records are values a real step computed (see `_masking`)
-            pred = _batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
+            pred = batched_pred(cond_jaxpr, axis, cc_dims, cdims, c, old, False)
             ins, in_dims = feed(pred, ins, in_dims, size), fed_dims(in_dims)
         outs, od = batch_flat(lambda *a: eval_jaxpr(body_jaxpr, [], *a), ins, in_dims, axis,
                               "while_tape_body")
@@ -114,7 +121,7 @@ def _while_tape_batching(axis, args, dims, *, cond_jaxpr, body_jaxpr, cond_ncons
         # an element of this axis that is done keeps its carry; the mask (already per
         # element of the inner axes, whose own masking runs inside) says so too
         rows[-1] = rows[-1] & broadcast_in_dim(pred, (size, *batch_shape), (0,))
-        return [*_masked(pred, new, old), *rows]
+        return [*masked(pred, new, old), *rows]
 
     avals = [aval_of(x) for x in carry]
     cj, cj_consts = trace_closed_over(new_cond, [aval_of(x) for x in cc] + avals,
@@ -152,10 +159,7 @@ def _tape_scan_transpose(cts, tape, *args, jaxpr, num_consts, num_carry, reverse
                          batch_shape):
     """A tape_scan in the opposite direction over the same tape, carrying the carry
     cotangents and summing the linear consts' cotangents."""
-    from mytorch.core.ad_util import is_undefined, zeros
-    from mytorch.lax.scan import carry_cotangents, transpose_body
-
-    consts, init = args[:num_consts], args[num_consts:]
+    consts, init = ScanOperands.split(args, consts=num_consts, carry=num_carry)[:2]
     c_lin = [is_undefined(c) for c in consts]
     init_lin = [is_undefined(c) for c in init]
     res_c = [c for c, lin in zip(consts, c_lin) if not lin]
@@ -180,26 +184,25 @@ def _tape_scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, reverse,
                    batch_shape):
     """A tape_scan of the step's JVP: the tape's rows are constants (no tangent); the
     carries whose tangent the step makes nonzero are found by a fixpoint."""
-    from mytorch.core.ad_util import tangent_aval
-    from mytorch.lax.scan import _jvp_body
-
-    tape, args, t_args = primals[0], primals[1:], tangents[1:]
+    sizes = dict(tape=1, consts=num_consts)
+    ops = TapeScanOperands.split(primals, **sizes)
+    tan = TapeScanOperands.split(tangents, **sizes)
     n_xs = len(jaxpr.invars) - num_consts - num_carry
     nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
-               for p, t in zip(args, t_args)] + [False] * n_xs
+               for p, t in zip([*ops.consts, *ops.carry], [*tan.consts, *tan.carry])]
+    nz = ScanOperands.split([*nonzero, *[False] * n_xs], consts=num_consts, carry=num_carry)
 
     def step(carry_nz):
-        body, body_consts, out_nz = _jvp_body(jaxpr, num_consts, num_carry, nonzero,
-                                              carry_nz)
+        body, body_consts, out_nz = scan_jvp_body(jaxpr, num_consts, num_carry, nz.flat(),
+                                                  carry_nz)
         return [a or b for a, b in zip(carry_nz, out_nz)], (body, body_consts)
 
-    carry_nz, (body, body_consts) = fixpoint(step, nonzero[num_consts:num_consts + num_carry],
-                                             name="tape_scan_jvp")
-    consts, init = args[:num_consts], args[num_consts:]
-    const_t = [t for t, f in zip(t_args[:num_consts], nonzero) if f]
-    init_t = [instantiate(t) for t, f in zip(t_args[num_consts:], carry_nz) if f]
-    outs = tape_scan_p.bind(tape, *body_consts, *consts, *const_t, *init, *init_t, jaxpr=body,
-                            num_consts=len(body_consts) + len(consts) + len(const_t),
+    carry_nz, (body, body_consts) = fixpoint(step, nz.carry, name="tape_scan_jvp")
+    const_t = [t for t, f in zip(tan.consts, nz.consts) if f]
+    init_t = [instantiate(t) for t, f in zip(tan.carry, carry_nz) if f]
+    outs = tape_scan_p.bind(*ops.tape, *body_consts, *ops.consts, *const_t, *ops.carry,
+                            *init_t, jaxpr=body,
+                            num_consts=len(body_consts) + num_consts + len(const_t),
                             num_carry=num_carry + len(init_t), reverse=reverse,
                             batch_shape=batch_shape)
     carry, carry_t = outs[:num_carry], iter(outs[num_carry:])
@@ -209,7 +212,6 @@ def _tape_scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, reverse,
 
 tape_scan_p.def_jvp(_tape_scan_jvp)
 tape_scan_p.def_transpose(_tape_scan_transpose)
-tape_scan_p.transpose_zeros = True
 
 
 def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, reverse,
@@ -217,19 +219,16 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
     """An unbatched tape: the step is batched like a scan body over unbatched xs. A batched
     tape (a vectorised loop's): the rows and the mask gain the batch axis in front, every
     carry is batched, and an element keeps its carry at steps it did not run."""
-    from mytorch.lax.scan import _batch_body
-    from mytorch.lax.while_loop import _masked
-
-    tape, (tape_dim, *rest_dims) = args[0], dims
-    consts, carry = list(args[1:1 + num_consts]), list(args[1 + num_consts:])
-    c_dims, k_dims = rest_dims[:num_consts], rest_dims[num_consts:]
+    sizes = dict(tape=1, consts=num_consts)
+    (tape,), consts, carry = TapeScanOperands.split(args, **sizes)
+    (tape_dim,), c_dims, k_dims = TapeScanOperands.split(dims, **sizes)
     n_xs = len(jaxpr.invars) - num_consts - num_carry
     size = axis.size
     if tape_dim is not_mapped:
 
         def step(carry_b):
-            body, b_consts, k_out_b, _ = _batch_body(jaxpr, axis, num_consts, num_carry,
-                                                     c_dims, carry_b, [False] * n_xs)
+            body, b_consts, k_out_b, _ = scan_batch_body(jaxpr, axis, num_consts, num_carry,
+                                                         c_dims, carry_b, [False] * n_xs)
             return [a or b for a, b in zip(carry_b, k_out_b)], (body, b_consts)
 
         carry_b, (body, b_consts) = fixpoint(step, [d is not not_mapped for d in k_dims],
@@ -242,13 +241,12 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
         return outs, [0 if b else not_mapped for b in carry_b]
     tape = bdim_at_front(tape, tape_dim, size)
     carry = [bdim_at_front(a, d, size) for a, d in zip(carry, k_dims)]
-    in_avals = [v.aval for v in jaxpr.invars]
-    x_avals = in_avals[num_consts + num_carry:]
+    x_avals = ScanOperands.split([v.aval for v in jaxpr.invars], consts=num_consts,
+                                 carry=num_carry).xs
     first = not batch_shape  # this axis adds the mask input
 
     def step(*xs):
-        c, k, rows = xs[:num_consts], list(xs[num_consts:num_consts + num_carry]), xs[
-            num_consts + num_carry:]
+        c, k, rows = ScanOperands.split(xs, consts=num_consts, carry=num_carry)
         ins = rows[:-1] if first else rows
         # the step is linear in the carries: an element that did not run it feeds zeros,
         # so the rows it recorded after finishing never meet a (co)tangent
@@ -256,7 +254,7 @@ def _tape_scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, rever
         outs, od = batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), [*c, *k_in, *ins],
                               [*c_dims, *[0] * (num_carry + len(ins))], axis, "tape_scan")
         outs = [bdim_at_front(o, d, size) for o, d in zip(outs, od)]
-        return _masked(rows[-1], outs, k) if first else outs
+        return masked(rows[-1], outs, k) if first else outs
 
     row_avals = [ShapedArray((size, *a.shape), a.dtype) for a in x_avals]
     if first:

@@ -19,8 +19,8 @@ from collections import namedtuple
 
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import eval_jaxpr
-from mytorch.core.trace import Trace, Tracer, aval_of, leaked_tracer_error, new_trace, \
-    set_current_trace
+from mytorch.core.trace import Trace, Tracer, aval_of, is_differentiated, is_known, \
+    known_value, leaked_tracer_error, new_trace, set_current_trace
 from mytorch.transforms.closure import trace_closed_over
 
 not_mapped = None
@@ -50,6 +50,15 @@ class BatchTracer(Tracer):
             shape = a.shape[:self.bdim] + a.shape[self.bdim + 1:]
             self._aval = ShapedArray(shape, a.dtype, a.weak_type)
         return self._aval
+
+    def known_value(self):
+        return known_value(self.val)  # the whole batch
+
+    def is_known(self):
+        return is_known(self.val)
+
+    def is_differentiated(self):
+        return is_differentiated(self.val)
 
 
 class BatchTrace(Trace):

@@ -15,7 +15,8 @@ from mytorch.core.ad_util import (
     Zero, add_tangents, instantiate, is_differentiable, tangent_aval,
 )
 from mytorch.core.trace import (
-    Trace, Tracer, aval_of, leaked_tracer_error, new_trace, set_current_trace,
+    Trace, Tracer, aval_of, is_known, known_value, leaked_tracer_error, new_trace,
+    set_current_trace,
 )
 
 
@@ -38,6 +39,15 @@ class JVPTracer(Tracer):
         if isinstance(primal, Tracer):
             return primal.concrete_value()
         return primal._host()
+
+    def known_value(self):
+        return known_value(self.primal)
+
+    def is_known(self):
+        return is_known(self.primal)
+
+    def is_differentiated(self):
+        return True
 
 
 class JVPTrace(Trace):
@@ -142,18 +152,3 @@ def jvp_call_jaxpr(jaxpr, avals, nonzero, name):
     `nonzero` tangents, and returning the primal outputs followed by one tangent each."""
     new, consts, _ = jvp_jaxpr(jaxpr, nonzero, True, name, avals)
     return new, consts
-
-
-def look_through(x):
-    """(the concrete value under `x`, or None if it is not known now; whether an enclosing
-    jvp carries a tangent for it). `x` is a value of some trace: batch tracers are looked
-    through to the whole batch, JVP tracers to their primal."""
-    differentiated = False
-    while isinstance(x, Tracer):
-        differentiated |= isinstance(x, JVPTracer)
-        inner = getattr(x, "val", None)  # a batch tracer: the whole batch, one level down
-        inner = getattr(x, "primal", None) if inner is None else inner
-        if inner is None:
-            return x.concrete_value(), differentiated
-        x = inner
-    return x, differentiated

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import mytorch as mt
 import mytorch.backends.numpy.control_flow_scan  # noqa: F401  (registers the jit emitter)
 import mytorch.numpy as mnp
-from mytorch.lax.scan import fori_loop, map as lax_map, scan
+from mytorch.lax.loops import fori_loop, map as lax_map, scan
 from tests.autodiff.fd import check_grads
 
 def loop_scan(f, init, xs, length=None, reverse=False):

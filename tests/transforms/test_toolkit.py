@@ -10,7 +10,7 @@ import pytest
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.core.jaxpr import eval_jaxpr
-from mytorch.lax.scan import scan
+from mytorch.lax.loops import scan
 from mytorch.transforms.fixpoint import fixpoint
 from mytorch.transforms.jvp import jvp_jaxpr
 
