@@ -69,7 +69,6 @@ class Generator:
         else:
             self.order, self.runs = find_runs(jaxpr.eqns)
         self.planner = BufferPlanner(jaxpr, self.order, self.runs, reuse=not debug_nans)
-        self.last_use = self.planner.last_use  # emitters ask whether a result is read
         self.blocks = []
         self.sub_texts = []  # generated source of sub-functions (shown by as_text)
         for v, c in zip(jaxpr.constvars, consts, strict=True):
@@ -148,9 +147,9 @@ class Generator:
         src = self.scalar_of.get(v) if type(v) is Var else None
         return default if src is None else self.src(src, scalar_ok=False)
 
-    def fresh(self, eqn):
-        """Accepted from multi-result emitters (the control-flow lowerings), whose results
-        are never reused whatever they say: they may alias operands."""
+    def is_read(self, v):
+        """Whether the program reads `v` (a result of the equation being emitted)."""
+        return v in self.planner.last_use
 
     def out_buffer(self, eqn, in_place, only=None):
         """The name of a dead buffer of the result's shape and dtype to pass as `out=`, or

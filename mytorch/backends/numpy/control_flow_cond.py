@@ -12,7 +12,6 @@ def _emit_cond(g, eqn, args):
     names = [g.subfunction(b, name=f"branch{k}") for k, b in enumerate(branches)]
     table = g.hoist(tuple(g.ns[n] for n in names), "branches")
     helper = g.hoist(run_branch, "cond")
-    g.fresh(eqn)
     return f"{helper}({table}, {args[0]}, [{', '.join(args[1:])}])"
 
 

@@ -55,13 +55,12 @@ def _expand(outs, mask):
 
 def _emit_scan(g, eqn, args):
     """`scan_loop(<compiled body>, ...)`: a list of the final carry and the stacked ys."""
-    used = [type(v) is Var and v in g.last_use for v in eqn.outvars]
+    used = [type(v) is Var and g.is_read(v) for v in eqn.outvars]
     p, used_in, kept = prune_scan(eqn.params, used)
     fn = g.subfunction(p["jaxpr"], name="scan_body")
     loop = g.hoist(scan_loop, "scan_loop")
     specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
                           for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")
-    g.fresh(eqn)
     args = [a for a, u in zip(args, used_in) if u]
     head = f"{fn}, {p['num_consts']}, {p['num_carry']}, {p['length']}, {p['reverse']}, {specs}"
     call = f"{loop}({', '.join([head, *args])})"

@@ -15,7 +15,7 @@ def _emit_while_tape(g, eqn, args):
     """`run_while_tape(cond, body, ...)`: the final carries and the tape buffer; a plain
     while loop when nothing reads the tape (its reader was pruned)."""
     p = eqn.params
-    if not (type(eqn.outvars[-1]) is Var and eqn.outvars[-1] in g.last_use):
+    if not (type(eqn.outvars[-1]) is Var and g.is_read(eqn.outvars[-1])):
         body = p["body_jaxpr"]
         carries = dce_jaxpr(Jaxpr([], body.invars, body.eqns, body.outvars[:p["num_carry"]],
                                   body.debug_name))
@@ -27,7 +27,6 @@ def _emit_while_tape(g, eqn, args):
     cond_fn = g.subfunction(p["cond_jaxpr"], name="while_tape_cond")
     body_fn = g.subfunction(p["body_jaxpr"], name="while_tape_body")
     helper = g.hoist(run_while_tape, "while_tape")
-    g.fresh(eqn)
     return (f"{helper}({cond_fn}, {body_fn}, {p['cond_nconsts']}, {p['body_nconsts']}, "
             f"{p['num_carry']}, {tuple(p['batch_shape'])!r}, {p['every']!r}, "
             f"[{', '.join(args)}])")
@@ -39,7 +38,6 @@ def _emit_tape_scan(g, eqn, args):
     step = g.subfunction(p["jaxpr"], name="tape_scan_step")
     helper = g.hoist(run_tape_scan, "tape_scan")
     n_rows = _n_rows(p["jaxpr"], p["num_consts"], p["num_carry"], p["batch_shape"])
-    g.fresh(eqn)
     return (f"{helper}({step}, {p['num_consts']}, {p['reverse']}, "
             f"{tuple(p['batch_shape'])!r}, {n_rows}, [{', '.join(args)}])")
 

@@ -12,7 +12,6 @@ def _emit_while(g, eqn, args):
     cond_fn = g.subfunction(p["cond_jaxpr"], name="while_cond")
     body_fn = g.subfunction(p["body_jaxpr"], name="while_body")
     helper = g.hoist(run_while, "while")
-    g.fresh(eqn)
     return (f"{helper}({cond_fn}, {body_fn}, {p['cond_nconsts']}, {p['body_nconsts']}, "
             f"[{', '.join(args)}])")
 
