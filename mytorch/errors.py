@@ -75,3 +75,9 @@ class CheckpointError(MytorchError, ValueError):
     The message names the file and what is wrong (for `like=`, the first mismatched leaf by
     its key path).
     """
+
+
+class CollectiveError(MytorchError, RuntimeError):
+    """Replicas of a pmap could not complete a collective: their schedules of collectives
+    differ, a peer failed, or a call timed out. The message names the rank and the
+    collective."""
