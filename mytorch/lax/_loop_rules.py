@@ -1,12 +1,13 @@
-"""Rule helpers shared by the loop primitives (scan, while, while_tape, tape_scan).
+"""Rule helpers shared by the loop primitives (scan, while, while_tape).
 
 The loop primitives' modules import these; none of them imports another loop module for
 its helpers, so the loops form no import circle.
 
-    ScanOperands / WhileOperands / TapeScanOperands   the operand layouts (operand_groups)
-    scan_jvp_body(...)        a scan-layout body's JVP (scan, tape_scan)
-    scan_batch_body(...)      a scan-layout body batched (scan, tape_scan)
-    transpose_body(...)       a linear scan-layout body's transpose (scan, tape_scan)
+    ScanOperands              a scan's operand layout (operand_groups)
+    WhileOperands             a while's (and a while_tape's) operand layout
+    scan_jvp_body(...)        a scan-layout body's JVP
+    scan_batch_body(...)      a scan-layout body batched
+    transpose_body(...)       a linear scan-layout body's transpose
     carry_cotangents(...)     the initial carries' cotangents of such a transpose
     while_carry_dims(...)     which carries of a batched while loop are batched
     batched_pred(...)         a while predicate under vmap
@@ -28,7 +29,7 @@ from mytorch.transforms.operands import operand_groups
 from mytorch.transforms.transpose import backward_pass
 
 __all__ = [
-    "ScanOperands", "WhileOperands", "TapeScanOperands", "scan_jvp_body", "scan_batch_body",
+    "ScanOperands", "WhileOperands", "scan_jvp_body", "scan_batch_body",
     "transpose_body", "carry_cotangents", "while_carry_dims", "batched_pred", "masked",
 ]
 
@@ -36,8 +37,6 @@ __all__ = [
 ScanOperands = operand_groups("ScanOperands", "consts carry xs")
 # a while's (and a while_tape's) operands
 WhileOperands = operand_groups("WhileOperands", "cond_consts body_consts carry")
-# a tape_scan's operands (the tape is one operand)
-TapeScanOperands = operand_groups("TapeScanOperands", "tape consts carry")
 
 
 # ---- scan-layout bodies: (consts, carries, xs) -> (carries, ys) -----------------------------

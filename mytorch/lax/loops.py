@@ -135,7 +135,8 @@ def _scan(f, init, xs, length, reverse, unroll, names):
     check_carry_types(names, init_tree, [aval_of(x) for x in init_leaves],
                       [v.aval for v in jaxpr.outvars[:n_carry]], call_site)
     outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=jaxpr, num_consts=len(consts),
-                       num_carry=n_carry, length=length, reverse=bool(reverse), unroll=unroll)
+                       num_carry=n_carry, length=length, reverse=bool(reverse), unroll=unroll,
+                       tape=None)
     carry = tree_util.tree_unflatten(init_tree, outs[:n_carry])
     return carry, tree_util.tree_unflatten(y_tree, outs[n_carry:])
 

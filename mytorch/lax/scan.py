@@ -5,30 +5,52 @@
 
 The `scan` equation's params: `jaxpr` (constant-free body: consts, carry, x-slices -> new
 carry, y-slice), `num_consts`, `num_carry`, `length`, `reverse`, `unroll` (semantics
-only). Its operands are consts, the initial carry and the stacked xs; its results are the
-final carry and the stacked ys, of the types the body returns (weak types included).
+only) and `tape`. Its operands are consts, the initial carry and the stacked xs; its
+results are the final carry and the stacked ys, of the types the body returns (weak types
+included).
+
+Each step's xs come from one of two sources, which `tape` names:
+
+- `tape=None`: slices of the stacked xs operands, `length` of them;
+- `tape=batch_shape`: the rows a `while_tape` recorded on a run-time tape (while_tape.py),
+  read in order (or reversed). The operands are `[tape, *consts, *carry]` and
+  `length=None`: the trip count is known only when the program runs, so there are no
+  stacked xs and the body returns no ys. For a batched tape (`batch_shape` not `()`: a
+  vectorised loop's) the rows carry the batch axes in front and the body's last x is the
+  mask of the elements that ran the step. This is the linear half of a while loop's
+  reverse mode (while_loop.py), and the rows are residuals: they have no tangent.
 
 Rules: JVP is a scan of the JVP body (carry tangents that become nonzero are found by a
 fixpoint); linearize splits a scan into a known scan that also stacks each step's residuals
 as extra ys and a linear scan reading them; the transpose of the linear scan runs in the
 opposite direction over the stacked residuals (nothing is recomputed); batching keeps the
-scanned axis at 0 (batched xs and ys carry their batch dimension at 1).
+scanned axis at 0 (batched xs and ys carry their batch dimension at 1). A tape-sourced scan
+shares these rules (its rows are non-linear xs: the transpose reads the same tape in the
+opposite direction); it has no partial evaluation of its own (it appears only in linear
+programs, where the whole equation is staged), and batching a batched tape masks the
+elements that did not run a step.
 """
 
 import dataclasses
+
+import numpy as np
 
 from mytorch.core.ad_util import (
     Zero, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
 from mytorch.core.aval import ShapedArray
-from mytorch.core.jaxpr import Jaxpr, Var
+from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.lax._batching import bdim_at_front, bdim_to, not_mapped
 from mytorch.lax._loop_rules import (
-    ScanOperands, carry_cotangents, scan_batch_body, scan_jvp_body, transpose_body,
+    ScanOperands, carry_cotangents, masked, scan_batch_body, scan_jvp_body, transpose_body,
 )
+from mytorch.lax._masking import guard_linear
+from mytorch.lax.while_tape import tape_aval
+from mytorch.transforms.batching import batch_flat
+from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
@@ -39,13 +61,26 @@ __all__ = ["scan_p"]
 scan_p = Primitive("scan", multiple_results=True, kind="call")
 
 
+def _operands(args, num_consts, num_carry, tape):
+    """A scan's operands (or flags, dims ...) as (source, ScanOperands): source is [] for
+    stacked xs, [the tape] for a tape-sourced scan (whose ScanOperands have no xs)."""
+    n_tape = 0 if tape is None else 1
+    return (list(args[:n_tape]),
+            ScanOperands.split(args[n_tape:], consts=num_consts, carry=num_carry))
+
+
+def _n_xs(jaxpr, num_consts, num_carry):
+    """How many xs the body takes (for a tape-sourced scan: the rows, and the mask)."""
+    return len(jaxpr.invars) - num_consts - num_carry
+
+
 @scan_p.def_abstract_eval
-def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    if len(avals) != len(jaxpr.invars):
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll, tape):
+    if tape is None and len(avals) != len(jaxpr.invars):
         raise TypeError(f"scan has {len(avals)} operands but its body takes "
                         f"{len(jaxpr.invars)}")
+    source, ops = _operands(avals, num_consts, num_carry, tape)
     sizes = dict(consts=num_consts, carry=num_carry)
-    ops = ScanOperands.split(avals, **sizes)
     body_in = ScanOperands.split([v.aval for v in jaxpr.invars], **sizes)
     body_out = [v.aval for v in jaxpr.outvars]
     carry_in, x_in = body_in.carry, body_in.xs
@@ -60,6 +95,8 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
         if a.shape != b.shape or a.dtype != b.dtype:
             raise TypeError(f"scan: initial carry {a.str_short()} does not match the body's "
                             f"carry {b.str_short()}")
+    if tape is not None:
+        return _tape_abstract_eval(source, ops, body_out, num_carry, length, tape)
     for a, b in zip(ops.xs, x_in):
         if a.shape != (length, *b.shape) or a.dtype != b.dtype:
             raise TypeError(f"scan: xs operand {a.str_short()} does not match the body's "
@@ -69,30 +106,50 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     return list(carry_out) + ys
 
 
+def _tape_abstract_eval(source, ops, body_out, num_carry, length, tape):
+    """A tape-sourced scan's results: its carries (no weak types)."""
+    expected = tape_aval(tuple(tape))
+    if not source or source[0].shape != expected.shape or source[0].dtype != expected.dtype:
+        got = source[0].str_short() if source else "no operand"
+        raise TypeError(f"scan: a tape-sourced scan reads its xs from a tape of type "
+                        f"{expected.str_short()} (its first operand), got {got}")
+    if ops.xs or length is not None:
+        raise TypeError("scan: a tape-sourced scan takes no stacked xs and no length (its "
+                        f"trip count is known only at run time), got {len(ops.xs)} xs "
+                        f"operands and length={length}")
+    if len(body_out) != num_carry:
+        raise TypeError("scan: a tape-sourced scan has no ys (its length is known only at "
+                        f"run time), but its body returns {len(body_out) - num_carry} "
+                        "besides the carries")
+    return [ShapedArray(a.shape, a.dtype) for a in body_out]
+
+
 # ---- forward mode ------------------------------------------------------------------------
-def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
-    sizes = dict(consts=num_consts, carry=num_carry)
-    nonzero = [type(t) is not Zero and is_differentiable(aval_of(p))
-               for p, t in zip(primals, tangents)]
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll,
+              tape):
+    """A scan of the body's JVP. A tape's rows are residuals: xs whose tangents are zero."""
+    source, ops = _operands(primals, num_consts, num_carry, tape)
+    _, tan = _operands(tangents, num_consts, num_carry, tape)
+    nz = ScanOperands(*[[type(t) is not Zero and is_differentiable(aval_of(p))
+                         for p, t in zip(ps, ts)] for ps, ts in zip(ops, tan)])
+    if tape is not None:
+        nz = nz.replace(xs=[False] * _n_xs(jaxpr, num_consts, num_carry))
 
     def step(carry_nz):  # a carry tangent that the body makes nonzero must be carried
-        body, body_consts, out_nz = scan_jvp_body(jaxpr, num_consts, num_carry, nonzero,
+        body, body_consts, out_nz = scan_jvp_body(jaxpr, num_consts, num_carry, nz.flat(),
                                                   carry_nz)
         return [a or b for a, b in zip(carry_nz, out_nz)], (body, body_consts, out_nz)
 
-    nz = ScanOperands.split(nonzero, **sizes)
     carry_nz, (body, body_consts, out_nz) = fixpoint(step, nz.carry, name="scan_jvp")
-    ops = ScanOperands.split(primals, **sizes)
-    tan = ScanOperands.split(tangents, **sizes)
     const_t = [t for t, f in zip(tan.consts, nz.consts) if f]
     init_t = [instantiate(t) if type(t) is Zero else t
               for t, f in zip(tan.carry, carry_nz) if f]
     xs_t = [t for t, f in zip(tan.xs, nz.xs) if f]
-    outs = scan_p.bind(*body_consts, *ops.consts, *const_t, *ops.carry, *init_t, *ops.xs,
-                       *xs_t, jaxpr=body,
+    outs = scan_p.bind(*source, *body_consts, *ops.consts, *const_t, *ops.carry, *init_t,
+                       *ops.xs, *xs_t, jaxpr=body,
                        num_consts=len(body_consts) + num_consts + len(const_t),
                        num_carry=num_carry + len(init_t), length=length, reverse=reverse,
-                       unroll=unroll)
+                       unroll=unroll, tape=tape)
     carry, rest = outs[:num_carry], outs[num_carry:]
     carry_t_it = iter(rest[:len(init_t)])
     rest = rest[len(init_t):]
@@ -229,6 +286,8 @@ def _scan_partial_eval(trace, args, params):
     if not any(unknowns):
         with set_current_trace(trace.parent):
             return scan_p.bind(*args, **params)
+    if params["tape"] is not None:  # only in linear programs: staged whole
+        return StagingTrace.process_primitive(trace, scan_p, args, params)
     split = _split_body(params["jaxpr"], params["num_consts"], params["num_carry"], unknowns)
     known_p, staged_p = _split_params(params, split, unknowns)
     known_ops, staged_ops = _known_unknown_operands(args, params, split, unknowns)
@@ -241,8 +300,11 @@ def _scan_partial_eval(trace, args, params):
 
 
 def _scan_partial_eval_jaxpr(eqn, unknowns, saveable):
-    """A scan nested in a jaxpr being split (e.g. inside jit under grad)."""
+    """A scan nested in a jaxpr being split (e.g. inside jit under grad); None (the
+    equation is unknown) for a tape-sourced scan."""
     params = eqn.params
+    if params["tape"] is not None:
+        return None
     split = _split_body(params["jaxpr"], params["num_consts"], params["num_carry"], unknowns)
     known_p, staged_p = _split_params(params, split, unknowns)
     known_ops, staged_ops = _known_unknown_operands(eqn.invars, params, split, unknowns)
@@ -263,11 +325,12 @@ scan_p.def_rule("partial_eval", _scan_partial_eval)
 scan_p.def_rule("partial_eval_jaxpr", _scan_partial_eval_jaxpr)
 
 
-def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll, tape):
     """A scan in the opposite direction over the non-linear (residual) operands: it carries
     the carry cotangent and accumulates the cotangents of the linear consts. Zero carry
-    cotangents that stay zero through the body are not carried (see transpose_body)."""
-    ops = ScanOperands.split(args, consts=num_consts, carry=num_carry)
+    cotangents that stay zero through the body are not carried (see transpose_body). A
+    tape's rows are residual xs: the transpose reads the same tape the other way."""
+    source, ops = _operands(args, num_consts, num_carry, tape)
     # every carry of a linear scan is linear; one with a known value (a zero tangent that
     # was instantiated) just gets no cotangent
     init_lin = [is_undefined(c) for c in ops.carry]
@@ -278,19 +341,22 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     lin_c_avals = [c.aval for c, lin in zip(ops.consts, c_lin) if lin]
     carry_avals = [c.aval if lin else aval_of(c) for c, lin in zip(ops.carry, init_lin)]
     ct_ys = [instantiate(c) for c in cts[num_carry:]]
+    body_x_lin = x_lin if tape is None else [False] * _n_xs(jaxpr, num_consts, num_carry)
     t_jaxpr, t_consts, zero = transpose_body(
-        jaxpr, num_consts, num_carry, c_lin, x_lin, [aval_of(c) for c in res_c], carry_avals,
-        [type(c) is Zero for c in cts[:num_carry]])
+        jaxpr, num_consts, num_carry, c_lin, body_x_lin, [aval_of(c) for c in res_c],
+        carry_avals, [type(c) is Zero for c in cts[:num_carry]])
     ct_carry = [instantiate(c) for c, z in zip(cts[:num_carry], zero) if not z]
     n_lc, n_k = len(lin_c_avals), len(ct_carry)
     acc0 = [zeros(a) for a in lin_c_avals]
-    outs = scan_p.bind(*t_consts, *res_c, *acc0, *ct_carry, *res_x, *ct_ys, jaxpr=t_jaxpr,
-                       num_consts=len(t_consts) + len(res_c), num_carry=n_lc + n_k,
-                       length=length, reverse=not reverse, unroll=unroll)
+    outs = scan_p.bind(*source, *t_consts, *res_c, *acc0, *ct_carry, *res_x, *ct_ys,
+                       jaxpr=t_jaxpr, num_consts=len(t_consts) + len(res_c),
+                       num_carry=n_lc + n_k, length=length, reverse=not reverse,
+                       unroll=unroll, tape=tape)
     ct_consts_it = iter(outs[:n_lc])
     ct_init = iter(outs[n_lc:n_lc + n_k])
     ct_xs_it = iter(outs[n_lc + n_k:])
-    return ([next(ct_consts_it) if lin else None for lin in c_lin]
+    return ([None] * len(source)
+            + [next(ct_consts_it) if lin else None for lin in c_lin]
             + carry_cotangents(ct_init, init_lin, zero)
             + [next(ct_xs_it) if lin else None for lin in x_lin])
 
@@ -300,12 +366,17 @@ scan_p.def_transpose(_scan_transpose)
 
 # ---- batching ----------------------------------------------------------------------------
 def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, reverse,
-                   unroll):
+                   unroll, tape):
     """The scanned axis stays 0: batched xs and ys have their batch dimension at 1; the
-    batched carries (a fixpoint: a carry the body batches is batched) at 0."""
-    sizes = dict(consts=num_consts, carry=num_carry)
-    ops, op_dims = ScanOperands.split(args, **sizes), ScanOperands.split(dims, **sizes)
-    xs_b = [d is not not_mapped for d in op_dims.xs]
+    batched carries (a fixpoint: a carry the body batches is batched) at 0. An unbatched
+    tape's rows are unbatched xs; a batched tape is `_scan_batched_tape`'s."""
+    source, ops = _operands(args, num_consts, num_carry, tape)
+    source_dims, op_dims = _operands(dims, num_consts, num_carry, tape)
+    if any(d is not not_mapped for d in source_dims):
+        return _scan_batched_tape(axis, source[0], source_dims[0], ops, op_dims, jaxpr,
+                                  num_consts, num_carry, reverse, tape)
+    xs_b = ([d is not not_mapped for d in op_dims.xs] if tape is None
+            else [False] * _n_xs(jaxpr, num_consts, num_carry))
 
     def step(carry_b):
         out = scan_batch_body(jaxpr, axis, num_consts, num_carry, op_dims.consts, carry_b,
@@ -318,11 +389,70 @@ def _scan_batching(axis, args, dims, *, jaxpr, num_consts, num_carry, length, re
             for a, d, b in zip(ops.carry, op_dims.carry, carry_b)]
     xs = [a if d is not_mapped else bdim_to(a, d, 1, axis.size)
           for a, d in zip(ops.xs, op_dims.xs)]
-    outs = scan_p.bind(*consts, *ops.consts, *init, *xs, jaxpr=body,
+    outs = scan_p.bind(*source, *consts, *ops.consts, *init, *xs, jaxpr=body,
                        num_consts=len(consts) + num_consts, num_carry=num_carry,
-                       length=length, reverse=reverse, unroll=unroll)
+                       length=length, reverse=reverse, unroll=unroll, tape=tape)
     out_dims = [0 if b else not_mapped for b in carry_b] + [1 if b else not_mapped for b in y_b]
     return outs, out_dims
 
 
+def _scan_batched_tape(axis, tape_op, tape_dim, ops, op_dims, jaxpr, num_consts, num_carry,
+                       reverse, batch_shape):
+    """A scan over a batched tape (a vectorised loop's): the rows and the mask gain the
+    batch axis in front, every carry is batched, and an element keeps its carry at steps it
+    did not run."""
+    size = axis.size
+    tape_op = bdim_at_front(tape_op, tape_dim, size)
+    carry = [bdim_at_front(a, d, size) for a, d in zip(ops.carry, op_dims.carry)]
+    x_avals = ScanOperands.split([v.aval for v in jaxpr.invars], consts=num_consts,
+                                 carry=num_carry).xs
+    first = not batch_shape  # this axis adds the mask input
+
+    def step(*xs):
+        c, k, rows = ScanOperands.split(xs, consts=num_consts, carry=num_carry)
+        ins = rows[:-1] if first else rows
+        # the step is linear in the carries: an element that did not run it feeds zeros,
+        # so the rows it recorded after finishing never meet a (co)tangent
+        k_in = [guard_linear(rows[-1], x) for x in k] if first else k
+        outs, od = batch_flat(lambda *a: eval_jaxpr(jaxpr, [], *a), [*c, *k_in, *ins],
+                              [*op_dims.consts, *[0] * (num_carry + len(ins))], axis,
+                              "scan_tape")
+        outs = [bdim_at_front(o, d, size) for o, d in zip(outs, od)]
+        return masked(rows[-1], outs, k) if first else outs
+
+    row_avals = [ShapedArray((size, *a.shape), a.dtype) for a in x_avals]
+    if first:
+        row_avals.append(ShapedArray((size,), np.dtype(np.bool_)))
+    step_avals = ([aval_of(c) for c in ops.consts] + [aval_of(k) for k in carry] + row_avals)
+    body, b_consts = trace_closed_over(step, step_avals, "scan_tape_vmap")
+    outs = scan_p.bind(tape_op, *b_consts, *ops.consts, *carry, jaxpr=body,
+                       num_consts=len(b_consts) + num_consts, num_carry=num_carry,
+                       length=None, reverse=reverse, unroll=1, tape=(size, *batch_shape))
+    return outs, [0] * num_carry
+
+
 scan_p.def_batching(_scan_batching)
+
+
+# ---- the tape's rows, for the pruning pass (transforms/tape_rows.py) ----------------------
+def _read_rows(eqn):
+    """The "tape_read" rule of a tape-sourced scan (None for stacked xs): (the tape's
+    operand position, the body, its row inputs (the mask excluded), rebuild(body, kept) ->
+    the equation whose body is `body` without the row inputs not flagged)."""
+    p, body = eqn.params, eqn.params["jaxpr"]
+    if p["tape"] is None:
+        return None
+    start = p["num_consts"] + p["num_carry"]
+    n_rows = _n_xs(body, p["num_consts"], p["num_carry"]) - (1 if p["tape"] else 0)
+    rows = body.invars[start:start + n_rows]
+
+    def rebuild(new_body, kept):
+        dropped = {v for v, k in zip(rows, kept) if not k}
+        new_body = Jaxpr([], [v for v in new_body.invars if v not in dropped],
+                         new_body.eqns, new_body.outvars, new_body.debug_name)
+        return eqn.replace(params=dict(p, jaxpr=new_body))
+
+    return 0, body, rows, rebuild
+
+
+scan_p.def_rule("tape_read", _read_rows)

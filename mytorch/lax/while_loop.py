@@ -11,7 +11,8 @@ Rules: eager evaluation loops in Python over the jaxprs; the JVP is a `while` ov
 unbatched predicate batches the body, and with a batched predicate runs until every
 element is done, keeping each finished element's carry with `select_n` (a finished element
 runs the body on a running one's operands: see `_masking`). Reverse mode:
-see the section at the end (the tangent loop is a `scan` over stacked residuals).
+see the section at the end (the tangent loop is a `scan` over the residuals, stacked or
+read from a run-time tape).
 """
 
 import numpy as np
@@ -40,7 +41,7 @@ from mytorch.lax._utils import asarray, leaves_as_arrays
 from mytorch.lax.elementwise import select_n
 from mytorch.lax.scan import scan_p
 from mytorch.lax.structural import broadcast_in_dim, concatenate, expand_dims, full
-from mytorch.lax.while_tape import tape_aval, tape_scan_p, while_tape_p
+from mytorch.lax.while_tape import tape_aval, while_tape_p
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
@@ -290,9 +291,10 @@ while_p.def_batching(_while_batching)
 
 # ---- reverse mode --------------------------------------------------------------------------
 # Linearize splits a `while` with unknown (tangent) carries into a known loop, which also
-# yields each iteration's residual rows, and a tangent step over those rows. Two forms:
+# yields each iteration's residual rows, and a tangent step over those rows, a `scan` in
+# both forms (they differ in where its per-step rows come from):
 # - the tape form: the known loop is a `while_tape` pushing its rows on a run-time tape and
-#   the tangent part a `tape_scan` over it (see while_tape.py); both loops run compiled
+#   the tangent part a scan reading them from it (see while_tape.py); both loops run compiled
 #   bodies, eagerly or under jit, and the trip count need not be known while tracing;
 # - the stacked form, where an enclosing jvp differentiates the residuals themselves
 #   (grad(grad), hessian): the known loop runs now on the parent trace, so its trip count
@@ -432,14 +434,16 @@ class _Split:
                 [x for x, u in zip(carry, self.carry_uk) if u])
 
     def tape_params(self, every):
-        """(forward primitive, its params, tangent primitive, its params) of the tape form."""
+        """(forward params, tangent params) of the tape form: a `while_tape` recording the
+        rows and a scan reading them from its tape."""
         fwd = dict(cond_jaxpr=self.cond, body_jaxpr=self.known, cond_nconsts=self.ncc,
                    body_nconsts=self.nbc - sum(self.bc_uk),
                    num_carry=len(self.carry_uk) - sum(self.carry_uk), batch_shape=(),
                    every=every)
         lin = dict(jaxpr=self.step, num_consts=len(self.const_res) + sum(self.bc_uk),
-                   num_carry=sum(self.carry_uk), reverse=False, batch_shape=())
-        return while_tape_p, fwd, tape_scan_p, lin
+                   num_carry=sum(self.carry_uk), length=None, reverse=False, unroll=1,
+                   tape=())
+        return fwd, lin
 
     def merge(self, known, staged):
         known_it, staged_it = iter(known), iter(staged)
@@ -465,10 +469,10 @@ def _while_partial_eval(trace, args, params):
                and all(is_known(x) for x in known)
                and not any(is_opaque(a.dtype) for a in row_avals))
     if not stacked:
-        fwd_p, fwd, lin_p, lin = sp.tape_params(every)
+        fwd, lin = sp.tape_params(every)
         with set_current_trace(trace.parent):
-            *final, tape = fwd_p.bind(*cc, *kbc, *kcarry, **fwd)
-        outs = StagingTrace.process_primitive(trace, lin_p, [tape, *const_res, *ubc, *inits],
+            *final, tape = while_tape_p.bind(*cc, *kbc, *kcarry, **fwd)
+        outs = StagingTrace.process_primitive(trace, scan_p, [tape, *const_res, *ubc, *inits],
                                               lin)
         return sp.merge(final, outs)
     with set_current_trace(trace.parent):
@@ -486,23 +490,23 @@ def _while_partial_eval(trace, args, params):
     outs = StagingTrace.process_primitive(
         trace, scan_p, [*step_consts, *const_res, *ubc, *inits, *stacked],
         dict(jaxpr=step, num_consts=len(step_consts) + n_consts, num_carry=len(inits),
-             length=len(rows), reverse=False, unroll=1))
+             length=len(rows), reverse=False, unroll=1, tape=None))
     return sp.merge(final, outs)
 
 
 def _while_partial_eval_jaxpr(eqn, unknowns, saveable):
     """A `while` nested in a jaxpr being split (under jit, or in a cond/scan/checkpoint
-    body): a `while_tape` equation (known) and a `tape_scan` equation reading its tape."""
+    body): a `while_tape` equation (known) and a `scan` equation reading its tape."""
     sp = _Split(eqn.params, unknowns)
     if sp.pred_unknown:
         return None
     cc, kbc, kcarry, const_res, ubc, inits = sp.operands(eqn.invars)
-    fwd_p, fwd, lin_p, lin = sp.tape_params(eqn.params["checkpoint_every"])
+    fwd, lin = sp.tape_params(eqn.params["checkpoint_every"])
     tape = Var(tape_aval())
     known_out = [v for v, u in zip(eqn.outvars, sp.carry_uk) if not u]
-    known_eqn = eqn.replace(primitive=fwd_p, invars=[*cc, *kbc, *kcarry],
+    known_eqn = eqn.replace(primitive=while_tape_p, invars=[*cc, *kbc, *kcarry],
                             outvars=[*known_out, tape], params=fwd)
-    staged_eqn = eqn.replace(primitive=lin_p, invars=[tape, *const_res, *ubc, *inits],
+    staged_eqn = eqn.replace(primitive=scan_p, invars=[tape, *const_res, *ubc, *inits],
                              outvars=[v for v, u in zip(eqn.outvars, sp.carry_uk) if u],
                              params=lin)
     return known_eqn, staged_eqn, list(sp.carry_uk)

@@ -71,9 +71,12 @@ def test_jitted_gradient_records_on_a_tape_and_compiles_both_loops():
     x, w = mnp.asarray([0.1, 0.2]), mnp.asarray(0.5)
     lowered = mt.jit(mt.grad(f)).lower(x, w)
     prims = {e.primitive.name for e in lowered.jaxpr.eqns}
-    assert {"while_tape", "tape_scan"} <= prims and "while" not in prims
+    assert {"while_tape", "scan"} <= prims and "while" not in prims
+    (bwd,) = [e for e in lowered.jaxpr.eqns if e.primitive.name == "scan"]
+    assert bwd.params["tape"] == () and bwd.params["length"] is None
     text = lowered.as_text()
-    assert "def f_while_tape_body(" in text and "def f_tape_scan_step(" in text
+    assert "def f_while_tape_body(" in text and "def f_scan_body(" in text
+    assert "scan_tape_loop" in text  # the runner reading the tape
 
 
 def _newton_sqrt(a, every=None):
@@ -231,7 +234,7 @@ def test_the_backward_loop_drops_what_only_the_predicate_reads(x64):
     grad = mt.grad(_fixed_point_loss, argnums=(0, 1))
     g = mt.jit(grad)
     jaxpr = g.lower(w, x).jaxpr.jaxpr  # optimised: its tape rows are pruned
-    (bwd,) = [e for e in jaxpr.eqns if e.primitive.name == "tape_scan"]
+    (bwd,) = [e for e in jaxpr.eqns if e.primitive.name == "scan" and e.params["tape"] == ()]
     # carries of the transposed loop: the cotangents of w, x (sums) and h, not delta's
     assert bwd.params["num_carry"] == 3
     (fwd,) = [e for e in mt.make_jaxpr(grad)(w, x).jaxpr.eqns

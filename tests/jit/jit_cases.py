@@ -571,7 +571,8 @@ def _while(draw, dts):
 
 def _while_grad(draw, dts):
     """Reverse mode of a while loop: jitted it records on a tape (while_tape) and reads it
-    back (tape_scan); eagerly the residuals are stacked. A batched variant too."""
+    back (a scan whose xs come from the tape); eagerly too, and under grad(grad) the
+    residuals are stacked. A batched variant too."""
     every = draw(st.sampled_from([None, 1, 2]))
 
     def f(x):
@@ -612,8 +613,8 @@ CASES = {
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
     "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit],
     "debug_callback": [_debug_callback],
-    "pure_callback": [_pure_callback], "scan": [_scan], "cond": [_cond],
-    "while": [_while], "while_tape": [_while_grad], "tape_scan": [_while_grad],
+    "pure_callback": [_pure_callback], "scan": [_scan, _while_grad], "cond": [_cond],
+    "while": [_while], "while_tape": [_while_grad],
 }
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]

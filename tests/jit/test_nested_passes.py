@@ -179,8 +179,8 @@ def test_effects_inside_a_body_survive():
 
 
 def test_reverse_mode_tape_loops_are_optimised_and_keep_their_values():
-    """grad of a while loop makes a while_tape (forward, recording) and a tape_scan
-    (backward): both bodies lose the no-ops and keep their signatures, except the tape row
+    """grad of a while loop makes a while_tape (forward, recording) and a scan reading its
+    tape (backward): both bodies lose the no-ops and keep their signatures, except the tape row
     that held the constant 1.0 of `* 1.0` (the tangent's factor): once the multiplication
     is gone nothing reads it, so the recording body no longer returns it and the reading
     step no longer takes it. The gradient is the chain rule of sin(sin(sin(x))) in NumPy."""
@@ -196,7 +196,7 @@ def test_reverse_mode_tape_loops_are_optimised_and_keep_their_values():
     assert signature(cond_a) == signature(cond_b)
     _, ins, outs = signature(body_b)
     assert outs[-1] == one and signature(body_a) == ([], ins, outs[:-1])
-    (step_b,), (step_a,) = held(closed, "tape_scan"), held(out, "tape_scan")
+    (step_b,), (step_a,) = held(closed, "scan"), held(out, "scan")
     _, ins, outs = signature(step_b)
     assert one in ins and signature(step_a) == ([], [a for a in ins if a != one], outs)
     forward = held(out, "while_tape")[-1]

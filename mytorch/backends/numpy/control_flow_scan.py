@@ -2,14 +2,16 @@
 
 The body jaxpr (optimised with the program: `optimize` recurses into it) is pruned to the
 outputs the program reads (`prune_scan`) and compiled once into its own generated function
-(`g.subfunction`); the runtime helper `runtime.scan_loop` calls it once per step on slices of the xs, writing each
-step's ys into buffers preallocated with `np.empty`. Nothing is retraced per iteration.
+(`g.subfunction`). For stacked xs the runtime helper `runtime.scan_loop` calls it once per
+step on slices of the xs, writing each step's ys into buffers preallocated with `np.empty`;
+for a tape-sourced scan `runtime.scan_tape_loop` calls it once per step the tape recorded,
+on that step's rows. Nothing is retraced per iteration.
 """
 
 import numpy as np
 
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.backends.numpy.runtime import scan_loop
+from mytorch.backends.numpy.runtime import scan_loop, scan_tape_loop
 from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.lax.scan import scan_p
 from mytorch.transforms.dce import dce_jaxpr
@@ -26,7 +28,9 @@ def _read_vars(jaxpr):
 def prune_scan(params, used_outs):
     """Dead-code elimination of a scan: (new params, used-operand flags) computing only the
     outputs flagged in `used_outs`. A carry stays when its result is used or when the body
-    reads it to compute something that stays (a fixpoint); unread consts and xs go."""
+    reads it to compute something that stays (a fixpoint); unread consts and xs go. A
+    tape-sourced scan keeps its tape and every row input (the body takes each row the tape
+    holds: the tape-rows pass of `optimize` prunes rows at both ends)."""
     jaxpr, nc, ncar = params["jaxpr"], params["num_consts"], params["num_carry"]
     keep_ys = list(used_outs[ncar:])
 
@@ -38,13 +42,16 @@ def prune_scan(params, used_outs):
         return new, (body, read)
 
     keep_carry, (body, read) = fixpoint(step, used_outs[:ncar], name="prune_scan")
+    from_tape = params["tape"] is not None
     used_in = ([v in read for v in jaxpr.invars[:nc]] + keep_carry
-               + [v in read for v in jaxpr.invars[nc + ncar:]])
+               + [from_tape or v in read for v in jaxpr.invars[nc + ncar:]])
     body = Jaxpr([], [v for v, u in zip(jaxpr.invars, used_in) if u], body.eqns, body.outvars,
                  jaxpr.debug_name)
     new_params = dict(params, jaxpr=body, num_consts=sum(used_in[:nc]),
                       num_carry=sum(keep_carry))
-    return new_params, used_in, keep_carry + keep_ys
+    # the operands: the tape (kept) then consts and carries, or consts, carries and xs
+    used_ops = [True, *used_in[:nc + ncar]] if from_tape else used_in
+    return new_params, used_ops, keep_carry + keep_ys
 
 
 def _expand(outs, mask):
@@ -54,16 +61,25 @@ def _expand(outs, mask):
 
 
 def _emit_scan(g, eqn, args):
-    """`scan_loop(<compiled body>, ...)`: a list of the final carry and the stacked ys."""
+    """`scan_loop(<compiled body>, ...)` (stacked xs) or `scan_tape_loop(<compiled body>,
+    ...)` (a tape's rows): a list of the final carry and the stacked ys."""
     used = [type(v) is Var and g.is_read(v) for v in eqn.outvars]
     p, used_in, kept = prune_scan(eqn.params, used)
     fn = g.subfunction(p["jaxpr"], name="scan_body")
-    loop = g.hoist(scan_loop, "scan_loop")
-    specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
-                          for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")
     args = [a for a, u in zip(args, used_in) if u]
-    head = f"{fn}, {p['num_consts']}, {p['num_carry']}, {p['length']}, {p['reverse']}, {specs}"
-    call = f"{loop}({', '.join([head, *args])})"
+    if p["tape"] is not None:
+        n_xs = len(p["jaxpr"].invars) - p["num_consts"] - p["num_carry"]
+        n_rows = n_xs - (1 if p["tape"] else 0)  # a batched tape's steps end with the mask
+        loop = g.hoist(scan_tape_loop, "scan_tape_loop")
+        call = (f"{loop}({fn}, {p['num_consts']}, {p['reverse']}, {tuple(p['tape'])!r}, "
+                f"{n_rows}, [{', '.join(args)}])")
+    else:
+        loop = g.hoist(scan_loop, "scan_loop")
+        specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
+                              for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")
+        head = (f"{fn}, {p['num_consts']}, {p['num_carry']}, {p['length']}, {p['reverse']}, "
+                f"{specs}")
+        call = f"{loop}({', '.join([head, *args])})"
     if all(kept):
         return call
     return f"{g.hoist(_expand, 'scan_expand')}({call}, {g.hoist(tuple(kept), 'scan_kept')})"

@@ -1,13 +1,14 @@
-"""NumPy jit lowering of `while_tape` and `tape_scan` (a while loop's reverse mode with a
-run-time trip count): their jaxprs are compiled once into their own generated functions
-and runtime helpers loop over them, pushing rows onto the tape or reading them back."""
+"""NumPy jit lowering of `while_tape` (the recording half of a while loop's reverse mode
+with a run-time trip count): its jaxprs are compiled once into their own generated
+functions and a runtime helper loops over them, pushing rows onto the tape (the scan that
+reads them back is lowered with every scan, in control_flow_scan.py)."""
 
 from mytorch.backends.numpy.control_flow_while import _emit_while
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.backends.numpy.runtime import run_tape_scan, run_while_tape
+from mytorch.backends.numpy.runtime import run_while_tape
 from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.lax.while_loop import while_p
-from mytorch.lax.while_tape import _n_rows, tape_scan_p, while_tape_p
+from mytorch.lax.while_tape import while_tape_p
 from mytorch.transforms.dce import dce_jaxpr
 
 
@@ -32,15 +33,4 @@ def _emit_while_tape(g, eqn, args):
             f"[{', '.join(args)}])")
 
 
-def _emit_tape_scan(g, eqn, args):
-    """`run_tape_scan(step, ...)`: the final carries."""
-    p = eqn.params
-    step = g.subfunction(p["jaxpr"], name="tape_scan_step")
-    helper = g.hoist(run_tape_scan, "tape_scan")
-    n_rows = _n_rows(p["jaxpr"], p["num_consts"], p["num_carry"], p["batch_shape"])
-    return (f"{helper}({step}, {p['num_consts']}, {p['reverse']}, "
-            f"{tuple(p['batch_shape'])!r}, {n_rows}, [{', '.join(args)}])")
-
-
 EMITTERS[while_tape_p] = _emit_while_tape
-EMITTERS[tape_scan_p] = _emit_tape_scan

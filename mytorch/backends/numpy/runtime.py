@@ -1,5 +1,6 @@
-"""The NumPy backend's loop runners: what the generated code of `scan`, `while`, `cond`,
-`while_tape` and `tape_scan` calls, with compiled bodies, on NumPy buffers.
+"""The NumPy backend's loop runners: what the generated code of `scan` (over stacked xs or
+a tape's rows), `while`, `cond` and `while_tape` calls, with compiled bodies, on NumPy
+buffers.
 
 Every runner returns buffers its caller owns: compiled code treats a loop's results as
 buffers of its own, which it overwrites once they die, so a result that shares memory with
@@ -11,7 +12,7 @@ import numpy as np
 
 from mytorch.backends.numpy.tape import Tape, box, boxed_views, tape_steps
 
-__all__ = ["scan_loop", "run_while", "run_branch", "run_while_tape", "run_tape_scan",
+__all__ = ["scan_loop", "scan_tape_loop", "run_while", "run_branch", "run_while_tape",
            "buffer_owners", "unaliased"]
 
 
@@ -112,9 +113,11 @@ def run_while_tape(cond_fn, body_fn, cond_nconsts, body_nconsts, n_carry, batch_
     return [*unaliased(carry, owners), boxed_views(tape) if batch_shape else box(tape)]
 
 
-def run_tape_scan(step_fn, num_consts, reverse, batch_shape, n_rows, args):
-    """Run a `tape_scan`: `args` = (tape, *consts, *carries); `step_fn(*consts, *carries,
-    *rows) -> carries` once per recorded step. Returns the final carries."""
+def scan_tape_loop(step_fn, num_consts, reverse, batch_shape, n_rows, args):
+    """Run a tape-sourced scan: `args` = (tape, *consts, *carries); `step_fn(*consts,
+    *carries, *rows) -> carries` once per step the tape recorded (`rows` ends with the mask
+    of the elements that ran it for a tape of `batch_shape` not ()). Returns the final
+    carries."""
     consts, carry = args[1:1 + num_consts], list(args[1 + num_consts:])
     for rows in tape_steps(args[0], batch_shape, reverse, n_rows):
         carry = step_fn(*consts, *carry, *rows)

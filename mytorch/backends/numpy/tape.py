@@ -3,8 +3,9 @@ not known when the derivative is traced (under jit, or nested in cond/scan): how
 backend stores it.
 
 The forward loop (`while_tape`, run by `runtime.run_while_tape`) pushes each iteration's
-residual rows onto a `Tape`, a dynamically sized stack on the host; the tangent loop
-(`tape_scan`) and its transpose read the rows back, forwards or backwards. With
+residual rows onto a `Tape`, a dynamically sized stack on the host; the tangent loop (a
+`scan` whose xs come from the tape, run by `runtime.scan_tape_loop`) and its transpose read
+the rows back, forwards or backwards. With
 checkpointing every k iterations the tape keeps only every k-th carry and replays the body
 for one segment at a time when it is read, so memory is O(N/k + k) rows instead of O(N).
 
@@ -120,7 +121,7 @@ def _element_rows(elements, reverse, n_rows):
 
 
 def tape_steps(tape_buf, batch_shape, reverse, n_rows):
-    """The rows a `tape_scan` reads at each step from its tape operand `tape_buf`.
+    """The rows a tape-sourced scan reads at each step from its tape operand `tape_buf`.
 
     For batch_shape () a step is the list of rows; otherwise the rows carry the batch axes
     in front and the last entry is the bool mask of elements that ran that step."""
