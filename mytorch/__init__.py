@@ -17,6 +17,8 @@ from mytorch import numpy
 from mytorch.api import (
     block_until_ready, devices, device_get, device_put, local_device_count, make_jaxpr,
 )
+from mytorch.api import device_count, local_devices, process_count, process_index
+from mytorch import distributed  # noqa: F401  (imports no MPI until initialize)
 from mytorch.errors import ConcretizationTypeError, UnexpectedTracerError
 
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 
+from mytorch import distributed
 from mytorch.core import tree_util
 from mytorch.core.array import Array, ArrayImpl, from_numpy
 from mytorch.core.backend import available_platforms, get_backend
@@ -98,13 +99,30 @@ def _check_out(x, fun):
 
 # ---- devices ----------------------------------------------------------------------------
 def devices(backend=None):
-    """The devices of `backend` ("cpu"/"gpu"; default: the configured default backend)."""
-    return list(get_backend(backend).devices())
+    """The devices of `backend` ("cpu"/"gpu"; default: the configured default backend):
+    every process's after `mytorch.distributed.initialize`, ordered by process."""
+    return distributed.global_devices(backend)
+
+
+def local_devices(process_index=None, backend=None):
+    """The devices of `backend` that process `process_index` (default: this one) owns."""
+    if process_index is None or process_index == distributed.process_index():
+        return distributed.local_devices(backend)
+    return [d for d in devices(backend) if d.process_index == process_index]
 
 
 def local_device_count(backend=None):
-    """How many devices `devices(backend)` lists."""
+    """How many devices `local_devices(backend=backend)` lists."""
+    return len(distributed.local_devices(backend))
+
+
+def device_count(backend=None):
+    """How many devices `devices(backend)` lists (every process's)."""
     return len(devices(backend))
+
+
+process_index = distributed.process_index
+process_count = distributed.process_count
 
 
 def device_put(x, device=None):
@@ -125,8 +143,8 @@ def device_get(x):
     return tree_util.tree_map(lambda a: np.asarray(a) if isinstance(a, Array) else a, x)
 
 
-__all__ = ["make_jaxpr", "devices", "local_device_count", "device_put", "device_get",
-           "available_platforms"]
+__all__ = ["make_jaxpr", "devices", "local_devices", "local_device_count", "device_count",
+           "process_index", "process_count", "device_put", "device_get", "available_platforms"]
 
 
 def block_until_ready(x):

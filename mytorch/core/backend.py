@@ -18,15 +18,20 @@ _BACKENDS = {}
 
 
 class Device:
-    """One device: a platform ("cpu" or "gpu") and an index."""
+    """One device: a platform ("cpu" or "gpu"), its index among its process's devices of
+    that platform, and the index of the process that owns it (0 in a single process;
+    `mytorch.distributed.initialize` sets it). A device of another process has no backend
+    here (None): this process cannot run code on it."""
 
-    __slots__ = ("platform", "id", "backend")
+    __slots__ = ("platform", "id", "backend", "process_index")
 
-    def __init__(self, platform, id, backend):
+    def __init__(self, platform, id, backend, process_index=0):
         self.platform, self.id, self.backend = platform, id, backend
+        self.process_index = process_index
 
     def __repr__(self):
-        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id})"
+        where = f", process_index={self.process_index}" if self.process_index else ""
+        return f"{'Cpu' if self.platform == 'cpu' else 'Cuda'}Device(id={self.id}{where})"
 
     def __reduce__(self):
         return (get_device, (self.platform, self.id))
