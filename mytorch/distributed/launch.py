@@ -31,6 +31,8 @@ _GRACE_S = 1.0
 _KILL_AFTER_S = 3.0
 _POLL_S = 0.05
 _PROG = "mytorch.distributed.launch"
+# the reports of worker.py: a rank's error summary or failed exit; its success
+_FAILED, _DONE = ("failure-", "exit-"), "done-"
 
 
 def launch(script, args=(), num_processes=2, timeout=None, mpiexec=None):
@@ -58,12 +60,14 @@ def launch(script, args=(), num_processes=2, timeout=None, mpiexec=None):
     try:
         job = subprocess.Popen(command, env=env, start_new_session=True)
         stopped_at = _supervise(job, folder)
-        failures = _read_reports(folder, stopped_at)
+        failures, done = _read_reports(folder, stopped_at)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if not failures:
         return job.returncode
-    return _report(failures, num_processes, stopped_at)
+    # neither failed nor done: stopped (by the launcher, or by MPI's process manager)
+    return _report(failures, [r for r in range(num_processes)
+                              if r not in failures and r not in done])
 
 
 def _supervise(job, folder):
@@ -72,7 +76,7 @@ def _supervise(job, folder):
     first = None
     try:
         while job.poll() is None:
-            if first is None and any(n.endswith(".json") for n in os.listdir(folder)):
+            if first is None and any(n.startswith(_FAILED) for n in os.listdir(folder)):
                 first = time.monotonic()
             if first is not None and time.monotonic() - first > _GRACE_S:
                 return _stop(job)
@@ -101,22 +105,27 @@ def _stop(job):
 
 
 def _read_reports(folder, stopped_at):
-    """{rank: record} of the ranks that failed by themselves (before any stop): the
-    earliest time, the summary of their error and their exit status where known."""
-    failures = {}
-    for name in os.listdir(folder):
+    """({rank: record}, {rank}): the ranks that failed by themselves (before any stop),
+    each with the earliest time, the summary of its error and its exit status where known;
+    and the ranks that succeeded."""
+    failures, done = {}, set()
+    for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
             continue
         with open(os.path.join(folder, name)) as f:
             record = json.load(f)
-        if stopped_at is not None and record["time"] > stopped_at:
-            continue  # ended by the stop, not a failure of its own
+        if name.startswith(_DONE):
+            done.add(record["rank"])
+            continue
+        if not name.startswith(_FAILED) or (stopped_at is not None
+                                            and record["time"] > stopped_at):
+            continue  # ended by a stop, not a failure of its own
         merged = failures.setdefault(record["rank"], {"time": record["time"]})
         merged["time"] = min(merged["time"], record["time"])
         for key in ("summary", "returncode", "signal"):
             if key in record:
                 merged[key] = record[key]
-    return failures
+    return failures, done
 
 
 def _why(record):
@@ -132,15 +141,14 @@ def _status(record):
     return code if code > 0 else 128 - code
 
 
-def _report(failures, num_processes, stopped_at):
-    """Print which rank failed first and why (and the others); returns the exit status of
-    the rank that failed first."""
+def _report(failures, rest):
+    """Print which rank failed first and why (and the others, and the ranks `rest` that
+    were stopped); returns the exit status of the rank that failed first."""
     order = sorted(failures, key=lambda r: failures[r]["time"])
     first = order[0]
     lines = [f"{_PROG}: rank {first} failed first: {_why(failures[first])}"]
     lines += [f"{_PROG}: rank {r} failed too: {_why(failures[r])}" for r in order[1:]]
-    rest = [r for r in range(num_processes) if r not in failures]
-    if stopped_at is not None and rest:
+    if rest:
         lines.append(f"{_PROG}: stopped rank{'s' if len(rest) > 1 else ''} "
                      f"{', '.join(map(str, rest))}")
     sys.stdout.flush()

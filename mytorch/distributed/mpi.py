@@ -34,6 +34,13 @@ _PERMUTE_TAG = 7001
 _SPIN_S, _MAX_SLEEP_S = 0.002, 0.002
 
 
+def _contiguous(x):
+    """`x` as a C-contiguous array of its own shape (0-d stays 0-d, unlike
+    np.ascontiguousarray)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy(order="C")
+
+
 def _as_bytes(a):
     """The bytes of a C-contiguous array, as a flat uint8 view."""
     return a.reshape(-1).view(np.uint8)
@@ -61,7 +68,7 @@ class MpiCommunicator(Communicator):
 
     def allgather(self, x):
         """(n, *S): rank r's `x` at index r."""
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         out = np.empty((self.size, *x.shape), x.dtype)
         self._run(lambda: self.comm.Iallgather(_as_bytes(x), _as_bytes(out)),
                   f"allgather of {_describe(x)}")
@@ -80,7 +87,7 @@ class MpiCommunicator(Communicator):
         """(n, *S[1:]) for `x` of shape (n, *S[1:]): index j of the result is what rank j
         sent to this rank (its x[rank])."""
         self._check_leading(x, "all_to_all")
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         out = np.empty_like(x)
         self._run(lambda: self.comm.Ialltoall(_as_bytes(x), _as_bytes(out)),
                   f"all_to_all of {_describe(x)}")
@@ -95,7 +102,7 @@ class MpiCommunicator(Communicator):
             if len(set(seen)) != len(seen) or not all(0 <= r < self.size for r in seen):
                 raise ValueError(f"MpiCommunicator.permute: pairs {pairs} must name each rank "
                                  f"of [0, {self.size}) at most once as a {name}")
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         source = next((s for s, d in pairs if d == self.rank), None)
         dest = next((d for s, d in pairs if s == self.rank), None)
         if source is None:
@@ -170,7 +177,7 @@ class MpiCommunicator(Communicator):
         if op not in _OPS:
             raise ValueError(f"MpiCommunicator.{name}: op must be one of {sorted(_OPS)}, got "
                              f"{op!r}")
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         dtype, mpi_op, back = x.dtype, _OPS[op], lambda out: out
         if dtype == np.bool_:
             work, mpi_op = x.view(np.uint8), _BOOL_OPS[op]

@@ -5,8 +5,10 @@
 
 The supervisor runs the script in a child process (which inherits MPI's environment, so
 the child is the MPI process), copies the child's stdout and stderr line by line with the
-prefix `[rank r] `, and when the child fails writes a report for the launcher: the time,
-and the exit status or the signal that killed it. The child (`--run`) writes the summary
+prefix `[rank r] `, and when the child ends writes a report for the launcher: the time, and the exit status
+or the signal that killed it, or that the rank was stopped from outside (by a signal to
+the supervisor, which it passes on to the child) or succeeded. A rank with no report was
+killed with its supervisor. The child (`--run`) writes the summary
 of an uncaught exception (or of a non-zero `sys.exit`) the moment it happens, then exits
 at once: peers would otherwise wait in MPI's finalization. Reports go to the folder named
 by MYTORCH_LAUNCH_DIR; without it (a script not started by the launcher) nothing is written.
@@ -107,12 +109,14 @@ def supervise(argv):
     code = child.wait()
     for t in copies:
         t.join(timeout=5)
-    if code != 0 and not stopped and os.environ.get("MYTORCH_LAUNCH_DIR"):
+    folder = os.environ.get("MYTORCH_LAUNCH_DIR")
+    if folder:
+        # a rank stopped from outside (the launcher, MPI's process manager) did not fail
         record = {"rank": rank, "time": time.time(), "returncode": code}
         if code < 0:
             record["signal"] = signal.Signals(-code).name
-        _write_report(os.path.join(os.environ["MYTORCH_LAUNCH_DIR"], f"exit-{rank}.json"),
-                      record)
+        kind = "done" if code == 0 else "stopped" if stopped else "exit"
+        _write_report(os.path.join(folder, f"{kind}-{rank}.json"), record)
     return code if code >= 0 else 128 - code
 
 
@@ -144,7 +148,9 @@ def run(argv):
             tb = tb.tb_next  # the frames of this runner are not the user's
         traceback.print_exception(type(e), e, tb)
         frames = traceback.extract_tb(tb)
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+        # the script's innermost line, where the error surfaced in the user's code
+        ours = [f for f in frames if f.filename == script] or frames
+        where = f" (at {ours[-1].filename}:{ours[-1].lineno})" if ours else ""
         message = str(e).strip().splitlines()
         report_failure(f"{type(e).__name__}: {message[0] if message else ''}{where}")
         _exit_now(1)
