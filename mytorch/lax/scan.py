@@ -80,6 +80,8 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
         raise TypeError(f"scan has {len(avals)} operands but its body takes "
                         f"{len(jaxpr.invars)}")
     source, ops = _operands(avals, num_consts, num_carry, tape)
+    if tape is not None:
+        _check_tape_source(source, ops, len(jaxpr.outvars) - num_carry, length, tape)
     sizes = dict(consts=num_consts, carry=num_carry)
     body_in = ScanOperands.split([v.aval for v in jaxpr.invars], **sizes)
     body_out = [v.aval for v in jaxpr.outvars]
@@ -95,8 +97,8 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
         if a.shape != b.shape or a.dtype != b.dtype:
             raise TypeError(f"scan: initial carry {a.str_short()} does not match the body's "
                             f"carry {b.str_short()}")
-    if tape is not None:
-        return _tape_abstract_eval(source, ops, body_out, num_carry, length, tape)
+    if tape is not None:  # the carries, without weak types
+        return [ShapedArray(a.shape, a.dtype) for a in carry_out]
     for a, b in zip(ops.xs, x_in):
         if a.shape != (length, *b.shape) or a.dtype != b.dtype:
             raise TypeError(f"scan: xs operand {a.str_short()} does not match the body's "
@@ -106,8 +108,9 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
     return list(carry_out) + ys
 
 
-def _tape_abstract_eval(source, ops, body_out, num_carry, length, tape):
-    """A tape-sourced scan's results: its carries (no weak types)."""
+def _check_tape_source(source, ops, n_ys, length, tape):
+    """Raise a TypeError unless a tape-sourced scan reads a tape of its `tape` batch shape
+    and has no stacked xs, no length and no ys."""
     expected = tape_aval(tuple(tape))
     if not source or source[0].shape != expected.shape or source[0].dtype != expected.dtype:
         got = source[0].str_short() if source else "no operand"
@@ -117,11 +120,9 @@ def _tape_abstract_eval(source, ops, body_out, num_carry, length, tape):
         raise TypeError("scan: a tape-sourced scan takes no stacked xs and no length (its "
                         f"trip count is known only at run time), got {len(ops.xs)} xs "
                         f"operands and length={length}")
-    if len(body_out) != num_carry:
+    if n_ys:
         raise TypeError("scan: a tape-sourced scan has no ys (its length is known only at "
-                        f"run time), but its body returns {len(body_out) - num_carry} "
-                        "besides the carries")
-    return [ShapedArray(a.shape, a.dtype) for a in body_out]
+                        f"run time), but its body returns {n_ys} besides the carries")
 
 
 # ---- forward mode ------------------------------------------------------------------------

@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
+from mytorch.backends.numpy.control_flow_scan import prune_scan
 from mytorch.backends.numpy.runtime import run_while_tape
 from mytorch.backends.numpy.tape import tape_steps, unbox
+from mytorch.core.jaxpr import Jaxpr
+from mytorch.lax.scan import scan_p
 from mytorch.lax.while_tape import TAPE_DTYPE
 from tests.batching.vmap_check import assert_tree_close, loop_reference
 
@@ -316,3 +319,57 @@ def test_rows_are_pruned_inside_a_cond_branch(x64):
     assert "def h_branch1_while_tape_body(" in lowered.as_text()
     want = fd_grad(lambda w, x: _fixed_point_loss(w, x), [np.asarray(w), np.asarray(x)])[0]
     np.testing.assert_allclose(float(mt.jit(h)(w, x)), want, rtol=1e-6)
+
+
+def _tape_reader(jaxpr):
+    """The scan of `jaxpr` that reads a tape."""
+    (eqn,) = [e for e in jaxpr.eqns if e.primitive.name == "scan" and e.params["tape"] is not None]
+    return eqn
+
+
+def _backward_loop():
+    """The tape-reading scan of jit(grad(f)) for a three-step loop."""
+    lowered = mt.jit(mt.grad(_loop(3, None))).lower(mnp.asarray([0.1, 0.2]), mnp.asarray(0.5))
+    return _tape_reader(lowered.jaxpr)
+
+
+def test_the_backward_loop_is_a_scan_reading_the_tape_in_reverse():
+    # the tangent loop reads the tape forwards; its transpose (what grad keeps) is the same
+    # kind of scan in the opposite direction, over the tape while_tape returned
+    f = _loop(3, None)
+    x, w = mnp.asarray([0.1, 0.2]), mnp.asarray(0.5)
+    jaxpr = mt.jit(mt.grad(f)).lower(x, w).jaxpr
+    (fwd,) = [e for e in jaxpr.eqns if e.primitive.name == "while_tape"]
+    bwd = _tape_reader(jaxpr)
+    assert bwd.invars[0] is fwd.outvars[-1]
+    assert bwd.params["reverse"] is True and bwd.params["length"] is None
+    assert "tape=()" in str(mt.make_jaxpr(mt.grad(f))(x, w))
+
+
+def test_a_tape_sourced_scan_has_no_ys_no_length_and_no_stacked_xs():
+    bwd = _backward_loop()
+    avals = [v.aval for v in bwd.invars]
+    assert scan_p.abstract_eval(*avals, **bwd.params) == [v.aval for v in bwd.outvars]
+    body = bwd.params["jaxpr"]
+    with_ys = Jaxpr([], body.invars, body.eqns, [*body.outvars, body.outvars[0]], "ys")
+    cases = [
+        (avals, dict(bwd.params, jaxpr=with_ys), "has no ys"),
+        (avals, dict(bwd.params, length=3), "no length"),
+        (avals + [avals[1]], bwd.params, "no stacked xs"),
+        (avals[1:] + [avals[1]], bwd.params, r"from a tape of type tape\[\]"),
+    ]
+    for in_avals, params, message in cases:
+        with pytest.raises(TypeError, match=message):
+            scan_p.abstract_eval(*in_avals, **params)
+
+
+def test_pruning_a_tape_sourced_scan_keeps_its_tape_and_rows():
+    bwd = _backward_loop()
+    p = bwd.params
+    n_xs = len(p["jaxpr"].invars) - p["num_consts"] - p["num_carry"]
+    new, used_in, kept = prune_scan(p, [False] * p["num_carry"])  # no result is read
+    # the consts and carries go; the tape stays an operand and the body still takes every
+    # row the tape holds (the tape-rows pass prunes rows, at both ends)
+    assert used_in == [True] + [False] * (len(bwd.invars) - 1) and not any(kept)
+    assert new["num_consts"] == new["num_carry"] == 0
+    assert len(new["jaxpr"].invars) == n_xs and not new["jaxpr"].outvars
