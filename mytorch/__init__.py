@@ -29,6 +29,7 @@ from mytorch.custom_derivatives import custom_jvp, custom_vjp  # noqa: E402
 from mytorch.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402
 from mytorch.vectorize import vmap  # noqa: E402
 from mytorch.jit import clear_caches, disable_jit, eval_shape, jit  # noqa: E402
+from mytorch.pmap import pmap  # noqa: E402
 # debugging (issue 5)
 from mytorch import debugging as debug  # noqa: E402,F401
 from mytorch.debugging import ShapeDtypeStruct, pure_callback  # noqa: E402,F401

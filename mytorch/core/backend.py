@@ -47,6 +47,8 @@ class CompileOptions:
                 hashable name, a positive int size; pmap's, empty elsewhere).
     debug_nans: check every equation's result for a NaN that its inputs did not have.
     name:       the function's name, shown in the generated code and in errors.
+    communicators: ((axis name, Communicator), ...): this replica's endpoint for each
+                axis of `axis_env` whose collectives the code runs (pmap's).
     """
 
     device: object = None
@@ -54,8 +56,10 @@ class CompileOptions:
     axis_env: tuple = ()
     debug_nans: bool = False
     name: str = "f"
+    communicators: tuple = ()
 
-    def __init__(self, *, device=None, donated=(), axis_env=(), debug_nans=False, name="f"):
+    def __init__(self, *, device=None, donated=(), axis_env=(), debug_nans=False, name="f",
+                 communicators=()):
         where = f"CompileOptions(name={name!r})"
         if not isinstance(name, str) or not name:
             raise user_error(TypeError, f"{where}: name must be a non-empty str")
@@ -81,9 +85,15 @@ class CompileOptions:
         names = [n for n, _ in axis_env]
         if len(set(names)) != len(names):
             raise user_error(ValueError, f"{where}: axis_env names an axis twice: {names}")
+        communicators = tuple(tuple(pair) for pair in communicators)
+        bad = [pair for pair in communicators if len(pair) != 2 or pair[0] not in names]
+        if bad:
+            raise user_error(ValueError, f"{where}: communicators must hold (axis name, "
+                                         f"Communicator) pairs for axes of axis_env {names}, "
+                                         f"got {bad[0]!r}")
         for field, value in (("device", device), ("donated", tuple(map(bool, donated))),
                              ("axis_env", axis_env), ("debug_nans", bool(debug_nans)),
-                             ("name", name)):
+                             ("name", name), ("communicators", communicators)):
             object.__setattr__(self, field, value)
 
     def donated_flags(self, n):

@@ -17,7 +17,7 @@ from mytorch.core import dtypes
 from mytorch.core.config import config
 from mytorch.core.array import Array, ArrayImpl, from_numpy, is_python_scalar, scalar_array
 from mytorch.core.aval import ShapedArray
-from mytorch.core.source_info import user_frame
+from mytorch.core.source_info import user_error, user_frame
 from mytorch.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -251,6 +251,10 @@ class EvalTrace(Trace):
         if prim.impl is not None:
             return prim.impl(*arrays, **params)
         device = arrays[0].device if arrays else _default_device()
+        for a in arrays:
+            if a._device is not device:  # rare: an array without a device, or mixed devices
+                device = _common_device(prim, arrays)
+                break
         backend = device.backend
         if prim.kind == "call":  # compiled as one equation (see Backend.call_kernel)
             outs = backend.call_kernel(prim, [a.aval for a in arrays], params, device)(
@@ -286,6 +290,22 @@ def _check_nans(prim, args, results):
                     f"debug_nans: {prim.name} produced a NaN from NaN-free inputs "
                     f"({', '.join(a.aval.str_short() for a in args)}){_at()}"
                 )
+
+
+def _common_device(prim, arrays):
+    """The device an eager `prim` on `arrays` runs on: that of its operands, where a weakly
+    typed scalar (a Python number) or a sharded array (gathered on the host) follows the
+    others. Operands committed to two different devices are an error."""
+    committed = [a for a in arrays
+                 if type(a) is ArrayImpl and not (a._weak and not a._buf.shape)]
+    device = committed[0].device if committed else arrays[0].device
+    for a in committed:
+        if a.device is not device:
+            raise user_error(ValueError, (
+                f"{prim.name}: its operands are on different devices: "
+                f"{committed[0].aval.str_short()} on {device!r} and {a.aval.str_short()} on "
+                f"{a.device!r}; move one with mt.device_put(x, device)"))
+    return device
 
 
 def _default_device():

@@ -1,5 +1,5 @@
 """Collective primitives over named axes (`jax.lax` names): psum, pmax, pmin, pmean,
-all_gather, psum_scatter, all_to_all, ppermute and axis_index.
+all_gather, psum_scatter, all_to_all, ppermute, pshuffle, axis_index and axis_size.
 
 A collective combines the values that the examples (or devices) of a named axis hold. The
 axis is named by an enclosing `vmap(f, axis_name='i')` (or pmap); under vmap each example
@@ -34,8 +34,8 @@ from mytorch.lax.structural import expand_dims, reshape
 
 __all__ = [
     "all_gather", "all_gather_p", "all_to_all", "all_to_all_p", "axis_index", "axis_index_p",
-    "pmax", "pmax_p", "pmean", "pmin", "pmin_p", "ppermute", "ppermute_p", "psum", "psum_p",
-    "psum_scatter", "psum_scatter_p",
+    "axis_size", "pmax", "pmax_p", "pmean", "pmin", "pmin_p", "ppermute", "ppermute_p",
+    "pshuffle", "psum", "psum_p", "psum_scatter", "psum_scatter_p",
 ]
 
 
@@ -496,3 +496,33 @@ def ppermute(x, axis_name, perm):
     names, size = _one_name("ppermute", axis_name)
     pairs = _perm_tuple(perm)
     return _map(lambda v: _bind(ppermute_p, v, axis_name=names, perm=pairs, axis_size=size), x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Example (device) i gets the x of example perm[i]: a ppermute whose pairs are
+    (perm[i], i); `perm` must be a permutation of range(axis size).
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> from mytorch import lax
+    >>> mt.vmap(lambda x: lax.pshuffle(x, 'i', [2, 0, 1]), axis_name='i')(mnp.arange(3.0))
+    Array([2., 0., 1.], dtype=float32)
+    """
+    names, size = _one_name("pshuffle", axis_name)
+    sources = [int(p) for p in perm]
+    if sorted(sources) != list(range(size)):
+        raise _located(ValueError, f"pshuffle: perm {list(perm)!r:.80} is not a permutation "
+                                   f"of range({size}), the size of axis {names[0]!r}")
+    return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(sources)])
+
+
+def axis_size(axis_name):
+    """The number of examples (devices) along the named axis (a Python int); for a tuple of
+    names, the product of their sizes.
+
+    >>> import mytorch as mt, mytorch.numpy as mnp
+    >>> from mytorch import lax
+    >>> mt.vmap(lambda x: x * lax.axis_size('i'), axis_name='i')(mnp.ones(3))
+    Array([3., 3., 3.], dtype=float32)
+    """
+    _, sizes = _bound("axis_size", axis_name)
+    return math.prod(sizes.values())

@@ -2,6 +2,7 @@
 
 from mytorch.backends.numpy import (  # noqa: F401
     attention,
+    collectives,
     control_flow_cond,
     control_flow_scan,
     control_flow_tape,

@@ -1,0 +1,88 @@
+"""`ShardedArray`: a concrete array held as one shard per device (pmap's results).
+
+A pmap over n devices returns its mapped results as a ShardedArray of global shape
+(n, *shard shape): shard i lives on device i. It is an `ArrayImpl`, so every eager
+operation, `np.asarray`, indexing and `mt.device_get` work on it: the first use of its
+buffer gathers the shards into one host buffer (kept, so it gathers once). A pmap over the
+same devices that maps it at axis 0 reads the shards in place, without gathering.
+"""
+
+import numpy as np
+
+from mytorch.core.array import ArrayImpl
+from mytorch.core.aval import ShapedArray
+
+__all__ = ["ShardedArray", "sharded_aval"]
+
+
+class ShardedArray(ArrayImpl):
+    """One buffer per device (`shards[i]` on `devices[i]`, each of shape aval.shape[1:])
+    standing for their stack, of abstract value `aval`."""
+
+    __slots__ = ("_shards", "_devices", "_aval", "_gathered")
+
+    def __init__(self, shards, devices, aval):
+        self._shards, self._devices, self._aval = list(shards), tuple(devices), aval
+        self._gathered = None
+        self._weak = aval.weak_type
+        self._device = self._devices[0]
+
+    # the gathered buffer stands in for ArrayImpl's: computed on first use
+    @property
+    def _buf(self):
+        if self._gathered is None:
+            self._gathered = np.stack([d.backend.to_numpy(s)
+                                       for d, s in zip(self._devices, self._shards)])
+        return self._gathered
+
+    @_buf.setter
+    def _buf(self, value):  # jit's donation replaces the buffer: the shards go with it
+        self._gathered, self._shards = value, None
+
+    @property
+    def shape(self):
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
+
+    @property
+    def aval(self):
+        return self._aval
+
+    def devices(self):
+        """The devices holding a shard."""
+        return set(self._devices)
+
+    @property
+    def sharding_devices(self):
+        """The devices in shard order: shard i lives on `sharding_devices[i]`."""
+        return self._devices
+
+    @property
+    def shards(self):
+        """The shards as arrays, shard i on device i (each of shape `shape[1:]`)."""
+        if self._shards is None:
+            raise RuntimeError("this sharded array was donated: use the function's result "
+                               "instead")
+        return [ArrayImpl(s, self._weak, d) for s, d in zip(self._shards, self._devices)]
+
+    def is_gathered(self):
+        """Whether the shards have been gathered into one buffer (by a use of the whole)."""
+        return self._gathered is not None
+
+    def shard_buffers(self, devices):
+        """The shard buffers when they lie on `devices` in that order (else None): what a
+        pmap over those devices reads in place."""
+        if self._shards is None or self._devices != tuple(devices):
+            return None
+        return self._shards
+
+    def __repr__(self):
+        return super().__repr__().replace("Array(", "ShardedArray(", 1)
+
+
+def sharded_aval(shard_aval, n):
+    """The abstract value of n shards of `shard_aval` stacked."""
+    return ShapedArray((n, *shard_aval.shape), shard_aval.dtype, shard_aval.weak_type)
