@@ -11,7 +11,7 @@ import re
 import pytest
 
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["tutorial.md", "coming_from_jax.md", "coming_from_pytorch.md"]
+PAGES = ["tutorial.md", "coming_from_jax.md", "coming_from_pytorch.md", "pmap.md"]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 SKIP = "# not run"
 
