@@ -46,7 +46,7 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.array import ArrayImpl
 from mytorch.core.backend import CompileOptions
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
 from mytorch.core.primitive import Primitive
 from mytorch.core.sharded import ShardedArray, sharded_aval
 from mytorch.core.source_info import user_error
@@ -178,10 +178,15 @@ def _pmap_partial_eval_jaxpr(eqn, unknowns, _saveable):
         res_mapped.append(True if pos is None else in_mapped[pos])
     staged_mapped = res_mapped + [m for m, u in zip(in_mapped, unknowns) if u]
     staged_out = [m for m, u in zip(out_mapped, outs_unknown) if u]
-    known_eqn = known_eqn.replace(params=_params(
-        params, known_eqn.params["jaxpr"], known_mapped, known_out, "known"))
-    staged_eqn = staged_eqn.replace(params=_params(
-        params, staged_eqn.params["jaxpr"], staged_mapped, staged_out, "staged"))
+    # the fresh residuals are stacked over the replicas: their variables get the global aval
+    n = params["axis_size"]
+    fresh = {v: Var(sharded_aval(v.aval, n)) for v in known_eqn.outvars[n_known_outs:]}
+    known_eqn = known_eqn.replace(
+        outvars=[*known_eqn.outvars[:n_known_outs], *fresh.values()],
+        params=_params(params, known_eqn.params["jaxpr"], known_mapped, known_out, "known"))
+    staged_eqn = staged_eqn.replace(
+        invars=[fresh.get(v, v) if type(v) is Var else v for v in staged_eqn.invars],
+        params=_params(params, staged_eqn.params["jaxpr"], staged_mapped, staged_out, "staged"))
     return known_eqn, staged_eqn, outs_unknown
 
 
@@ -309,66 +314,135 @@ pmap_p.def_rule("dce", _pmap_dce)
 # ---- execution ------------------------------------------------------------------------------
 class _Replicas:
     """The body compiled for every device of one pmap, with the communicators its replicas
-    exchange buffers through."""
+    exchange buffers through.
+
+    A body holding a pmap of its own (a 2-D mesh, e.g. data x model) runs SPMD-flattened:
+    on each device (a, b) of an n1 x n2 mesh, with one communicator per axis (the devices
+    sharing the other coordinate); the inner pmap runs its body on slice b there, and its
+    mapped results are put back together by an all_gather over the inner axis (see
+    `backends/numpy/collectives.py`). What lies outside the inner pmap runs on all n2
+    devices of a row alike; row a's results are read from device (a, 0)."""
 
     def __init__(self, jaxpr, axis_name, devices, donated, name):
         from mytorch.distributed.groups import endpoints
         from mytorch.transforms.optimize import optimize
 
-        self.devices, self.name = devices, name
+        self.name = name
         closed = optimize(ClosedJaxpr(jaxpr, []))
         for rewrite in COMMUNICATION_PASSES:
             closed = rewrite(closed)
         self.closed = closed
-        comms = endpoints(devices, axis_name)
-        self.local = [i for i, d in enumerate(devices) if d in comms]
-        self.comms = [comms.get(d) for d in devices]
-        self.fns = {}
-        for i in self.local:
-            options = CompileOptions(
-                device=devices[i], donated=donated, axis_env=((axis_name, len(devices)),),
-                debug_nans=config.debug_nans, name=name,
-                communicators=((axis_name, self.comms[i]),))
-            self.fns[i], _ = devices[i].backend.compile(closed.jaxpr, closed.consts, options)
+        n1 = len(devices)
+        inner = _inner_axes(closed.jaxpr)
+        if len(inner) > 1:
+            raise user_error(ValueError, f"pmap({name}): its body holds pmaps over different "
+                                         f"axes {inner}; one inner axis is supported")
+        if not inner:
+            comms = endpoints(devices, axis_name)
+            axis_env = ((axis_name, n1),)
+            # (outer index, device, ((axis name, communicator), ...)) of each local replica
+            self.places = [(a, d, ((axis_name, comms[d]),))
+                           for a, d in enumerate(devices) if d in comms]
+            self.out_devices = devices
+        else:
+            (inner_name, n2), = inner
+            mesh = _mesh(name, devices, n2)
+            donated = ()  # the devices of a row read the same operands
+            axis_env = ((axis_name, n1), (inner_name, n2))
+            cols = [endpoints([row[b] for row in mesh], axis_name) for b in range(n2)]
+            rows = [endpoints(row, inner_name) for row in mesh]
+            self.places = [(a, d, ((axis_name, cols[b][d]), (inner_name, rows[a][d])))
+                           for a, row in enumerate(mesh) for b, d in enumerate(row)]
+            self.out_devices = tuple(row[0] for row in mesh)
+        self.heads = {}  # outer index -> the place whose results are returned
+        for k, (a, _, _) in enumerate(self.places):
+            self.heads.setdefault(a, k)
+        self.fns = []
+        for _, d, comms in self.places:
+            options = CompileOptions(device=d, donated=donated, axis_env=axis_env,
+                                     debug_nans=config.debug_nans, name=name,
+                                     communicators=comms)
+            self.fns.append(d.backend.compile(closed.jaxpr, closed.consts, options)[0])
         self.schedule = schedule_of(closed.jaxpr)
         self.digest = hashlib.sha256("\n".join(self.schedule).encode()).digest()
         self.checked = False
 
+    @property
+    def local(self):
+        """The outer indices of this process's replicas."""
+        return sorted(self.heads)
+
     def run(self, per_replica):
-        """Run replica i on `per_replica[i]` (its buffers) for every local i; returns
-        {i: list of result buffers}, raising the first replica's failure."""
+        """Run every local replica on `per_replica[outer index]` (its buffers); returns
+        {outer index: list of result buffers}, raising the first replica's failure."""
         check = not self.checked
         results, errors = {}, {}
 
-        def replica(i):
-            comm = self.comms[i]
+        def replica(k):
+            a, _, comms = self.places[k]
             try:
                 if check:
-                    comm.check_schedule(self.digest, lambda: self.schedule)
-                results[i] = self.fns[i](*per_replica[i])
+                    for _, comm in comms:
+                        comm.check_schedule(self.digest, lambda: self.schedule)
+                outs = self.fns[k](*per_replica[a])
+                if self.heads[a] == k:
+                    results[a] = outs
             except BaseException as e:  # noqa: BLE001 (handed to the caller below)
-                errors[i] = e
-                fail = getattr(comm, "fail", None)
-                if fail is not None:
-                    fail(e)
+                errors[k] = e
+                for _, comm in comms:
+                    fail = getattr(comm, "fail", None)
+                    if fail is not None:
+                        fail(e)
 
-        first, rest = self.local[0], self.local[1:]
-        with _blas_share(len(self.local)):
-            futures = [_worker(self.devices[i]).submit(replica, i) for i in rest]
-            replica(first)
+        with _blas_share(len(self.places)):
+            futures = [_worker(self.places[k][1]).submit(replica, k)
+                       for k in range(1, len(self.places))]
+            replica(0)
             for f in futures:
                 f.result()
         if errors:
-            for c in self.comms:  # the thread group is reused by the next call
-                reset = getattr(getattr(c, "group", None), "reset", None)
-                if reset is not None:
-                    reset()
-                    break
+            groups = {id(c.group): c.group for _, _, comms in self.places
+                      for _, c in comms if hasattr(c, "group")}
+            for group in groups.values():  # the thread groups are reused by the next call
+                group.reset()
             # the replica that failed first, not the ones it made fail
             own = [e for e in errors.values() if not isinstance(e, CollectiveError)]
             raise (own or list(errors.values()))[0]
         self.checked = True
         return results
+
+
+def _inner_axes(jaxpr):
+    """The distinct (axis name, size) of the pmaps inside `jaxpr` (nested jaxprs too)."""
+    found = []
+
+    def walk(j):
+        for eqn in j.eqns:
+            if eqn.primitive is pmap_p:
+                axis = (eqn.params["axis_name"], eqn.params["axis_size"])
+                if axis not in found:
+                    found.append(axis)
+            for p in eqn.params.values():
+                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if isinstance(inner, Jaxpr):
+                        walk(inner)
+
+    walk(jaxpr)
+    return found
+
+
+def _mesh(name, devices, n2):
+    """The n1 x n2 devices of a nested pmap over `devices` (n1 of them): rows of n2
+    consecutive devices of their backend, starting with the first."""
+    n1 = len(devices)
+    available = devices[0].backend.devices()
+    if n1 * n2 > len(available):
+        raise user_error(ValueError, (
+            f"pmap({name}): a pmap over {n2} devices inside a pmap over {n1} needs "
+            f"{n1 * n2} devices, but there are {len(available)}; ask for more virtual CPU "
+            f"devices with mt.config.update('num_cpu_devices', {n1 * n2})"))
+    return [tuple(available[a * n2:(a + 1) * n2]) for a in range(n1)]
 
 
 _blas = []  # [threadpoolctl controller, BLAS threads it found], or [None] without one
@@ -411,8 +485,6 @@ def _worker(device):
 def schedule_of(jaxpr):
     """The collectives `jaxpr` runs, in order (those of nested jaxprs where they appear),
     one line each: primitive, axis, operand shapes and dtypes, params."""
-    from mytorch.core.jaxpr import Jaxpr as _J
-
     lines = []
 
     def walk(j):
@@ -425,7 +497,7 @@ def schedule_of(jaxpr):
             for p in eqn.params.values():
                 for sub in (p if isinstance(p, (tuple, list)) else (p,)):
                     inner = getattr(sub, "jaxpr", sub)
-                    if isinstance(inner, _J):
+                    if isinstance(inner, Jaxpr):
                         walk(inner)
 
     walk(jaxpr)
@@ -446,7 +518,8 @@ def _pmap_impl(*args, jaxpr, axis_name, axis_size, devices, in_mapped, out_mappe
     reps = _replicas.get_or(key, make)[1]
     per_replica = {i: [] for i in reps.local}
     for a, m, d in zip(args, in_mapped, donated):
-        shards = a.shard_buffers(devices) if m and isinstance(a, ShardedArray) else None
+        shards = (a.shard_buffers(reps.out_devices) if m and isinstance(a, ShardedArray)
+                  else None)
         if shards is None:
             buf = _take(a, name) if d else a._buf
             shards = [buf[i] if m else buf for i in range(axis_size)]
@@ -459,10 +532,10 @@ def _pmap_impl(*args, jaxpr, axis_name, axis_size, devices, in_mapped, out_mappe
     first = reps.local[0]
     for j, (aval, m) in enumerate(zip(jaxpr.out_avals, out_mapped)):
         if m:
-            outs.append(ShardedArray([results[i][j] for i in reps.local], devices,
+            outs.append(ShardedArray([results[i][j] for i in reps.local], reps.out_devices,
                                      sharded_aval(aval, axis_size)))
         else:
-            outs.append(ArrayImpl(results[first][j], aval.weak_type, devices[first]))
+            outs.append(ArrayImpl(results[first][j], aval.weak_type, reps.out_devices[first]))
     return outs
 
 

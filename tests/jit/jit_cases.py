@@ -526,6 +526,12 @@ def _jit(draw, dts):
     return (lambda x, y: inner(x * 2.0, y)), [_floats(draw, dts)] * 2
 
 
+def _pmap(draw, dts):
+    # one replica (the jit tests run on one device): a pmap with a collective, traced in jit
+    pf = mt.pmap(lambda v, w: lax.psum(mnp.sin(v) * w, "i"), "i", in_axes=(0, None))
+    return (lambda x, y: pf(x[None] * 2.0, y)[0]), [_floats(draw, dts)] * 2
+
+
 CALLBACK_LOG = []
 
 
@@ -611,7 +617,7 @@ CASES = {
     "conv_general_dilated": [_conv],
     "add_any": [_add_any], "zeros": [_zeros], "checkpoint": [_checkpoint],
     "custom_jvp_call": [_custom(softplus)], "custom_vjp_call": [_custom(clip_grad)],
-    "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit],
+    "custom_lin": [_custom_lin], "name": [_named], "jit": [_jit], "pmap": [_pmap],
     "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan, _while_grad], "cond": [_cond],
     "while": [_while], "while_tape": [_while_grad],

@@ -8,6 +8,13 @@ over several names (psum(x, ('i', 'j'))) runs over each name's communicator in t
 
 Results are never reused by the buffer planner (the communicator's buffers and the views
 taken of them are plain expressions to it).
+
+A pmap inside a pmap's body runs SPMD-flattened (see `pmap_rules._Replicas`): where the
+code has a communicator for the inner pmap's axis, the inner pmap is its body, compiled as
+a sub-function, run on this device's slice of the mapped operands (its rank along the inner
+axis); each mapped result is put back together by an all_gather over the inner axis, so
+the code after it sees the whole value (a copy of the n2 slices on every device of the
+row: the cost of flattening). Elsewhere (an eager pmap under jit) its kernel runs it.
 """
 
 import functools
@@ -17,6 +24,7 @@ import numpy as np
 from mytorch.backends.numpy.emitters import emitter
 from mytorch.core.source_info import user_error
 from mytorch.lax import parallel as par
+from mytorch.pmap_rules import pmap_p
 
 __all__ = []
 
@@ -120,3 +128,21 @@ def _ppermute(comms, x, perm):
 @emitter(par.ppermute_p)
 def _ppermute_emit(g, eqn, args):
     return _call(g, eqn, args, _ppermute, perm=eqn.params["perm"])
+
+
+def _nested_pmap(comm, body, in_mapped, out_mapped, *bufs):
+    r = comm.rank
+    outs = body(*[b[r] if m else b for b, m in zip(bufs, in_mapped)])
+    return [comm.allgather(o) if m else o for o, m in zip(outs, out_mapped)]
+
+
+@emitter(pmap_p)
+def _pmap_emit(g, eqn, args):
+    p = eqn.params
+    comm = dict(g.options.communicators).get(p["axis_name"])
+    if comm is None:
+        return None
+    body = g.ns[g.subfunction(p["jaxpr"], (), "pmap")]
+    f = g.hoist(functools.partial(_nested_pmap, comm, body, p["in_mapped"], p["out_mapped"]),
+                "nested_pmap")
+    return f"{f}({', '.join(args)})"
