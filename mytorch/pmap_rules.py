@@ -299,10 +299,10 @@ def _pmap_dce(eqn, used_outputs):
     used = [v in live for v in jaxpr.invars]
     pruned = Jaxpr([], [v for v, u in zip(jaxpr.invars, used) if u], eqns, outvars,
                    jaxpr.debug_name)
-    keep = dict(params, donated=tuple(d for d, u in zip(params["donated"], used) if u))
-    new = _params(keep, pruned, [m for m, u in zip(params["in_mapped"], used) if u],
-                  [m for m, u in zip(params["out_mapped"], used_outputs) if u], "dce")
-    new["donated"] = keep["donated"]
+    new = dict(params, jaxpr=pruned,
+               in_mapped=tuple(m for m, u in zip(params["in_mapped"], used) if u),
+               out_mapped=tuple(m for m, u in zip(params["out_mapped"], used_outputs) if u),
+               donated=tuple(d for d, u in zip(params["donated"], used) if u))
     return eqn.replace(invars=[v for v, u in zip(eqn.invars, used) if u],
                        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
                        params=new)

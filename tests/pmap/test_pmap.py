@@ -194,3 +194,10 @@ def test_eager_ops_on_two_devices_raise(eight_devices):
     with pytest.raises(ValueError, match=r"different devices.*CpuDevice\(id=1\).*"
                                          r"CpuDevice\(id=2\).*test_pmap"):
         a + b
+
+
+def test_jit_drops_an_unused_result_of_pmap():
+    x = rand(4, 2)
+    f = mt.jit(lambda x: mt.pmap(lambda v: (v * 2, lax.psum(v, "i")), "i")(x)[1])
+    np.testing.assert_allclose(np.asarray(f(x)), np.broadcast_to(x.sum(0), x.shape),
+                               rtol=1e-6)
