@@ -109,6 +109,7 @@ def test_collective_grad_jvp_vmap_match_vmap(name, fn, ref):
                                atol=1e-5)
     t = rand(*x.shape)
     (p1, t1), (p2, t2) = mt.jvp(pf, (x,), (t,)), mt.jvp(vf, (x,), (t,))
+    np.testing.assert_allclose(np.asarray(p1), np.asarray(p2), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(t1), np.asarray(t2), rtol=1e-4, atol=1e-5)
     xb = np.stack([x, 2 * x, -x])
     np.testing.assert_allclose(np.asarray(mt.vmap(pf)(xb)), np.asarray(mt.vmap(vf)(xb)),
