@@ -82,7 +82,7 @@ _JOIN_CACHE = {}
 def short_name(dtype):
     """`f32`-style name used in avals and error messages."""
     d = np.dtype(dtype)
-    if d == object:  # only a while loop's residual tape has this type (mytorch.lax.tape)
+    if d == object:  # only a while loop's residual tape has this type (lax/while_tape.py)
         return "tape"
     return _SHORT_NAMES.get(d, str(dtype))
 
