@@ -293,11 +293,11 @@ def _check_nans(prim, args, results):
 
 
 def _common_device(prim, arrays):
-    """The device an eager `prim` on `arrays` runs on: that of its operands, where a weakly
-    typed scalar (a Python number) or a sharded array (gathered on the host) follows the
-    others. Operands committed to two different devices are an error."""
-    committed = [a for a in arrays
-                 if type(a) is ArrayImpl and not (a._weak and not a._buf.shape)]
+    """The device an eager `prim` on `arrays` runs on: that of its operands, where a 0-d
+    array (a Python number, a constant the library made on the default device) or a
+    sharded array (gathered on the host) follows the others. Operands of more than one
+    element on two different devices are an error."""
+    committed = [a for a in arrays if type(a) is ArrayImpl and a._buf.shape]
     device = committed[0].device if committed else arrays[0].device
     for a in committed:
         if a.device is not device:
