@@ -19,3 +19,4 @@ from mytorch.nn.conv import *  # noqa: F401,F403
 from mytorch.nn.pooling import *  # noqa: F401,F403
 from mytorch.nn.multihead import *  # noqa: F401,F403
 from mytorch.nn.recurrent import *  # noqa: F401,F403
+from mytorch.nn.moe import *  # noqa: F401,F403
