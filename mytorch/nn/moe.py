@@ -15,8 +15,6 @@ layer's on the same global tokens.
 
 import math
 
-import numpy as np
-
 import mytorch.numpy as mnp
 from mytorch import lax
 from mytorch import random as _random

@@ -10,7 +10,7 @@ import pytest
 
 import mytorch as mt
 import mytorch.numpy as mnp
-from mytorch import lax, nn
+from mytorch import nn
 
 
 @pytest.fixture
