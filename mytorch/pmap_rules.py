@@ -40,6 +40,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from mytorch.core import dtypes
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefined
@@ -52,6 +53,7 @@ from mytorch.core.sharded import ShardedArray, sharded_aval
 from mytorch.core.source_info import user_error
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
+from mytorch.distributed.bucketing import bucket_psums
 from mytorch.errors import CollectiveError
 from mytorch.jit_rules import _DonatedBuffer
 from mytorch.transforms.batching import batch_jaxpr, not_mapped
@@ -64,12 +66,7 @@ from mytorch.transforms.transpose import backward_pass
 
 pmap_p = Primitive("pmap", multiple_results=True, kind="call")
 
-__all__ = ["COMMUNICATION_PASSES", "pmap_p", "replica_avals"]
-
-# Passes run on the optimised body before it is compiled for each device, in order:
-# fn(ClosedJaxpr) -> ClosedJaxpr. Gradient bucketing (merging a gradient's psums into a few
-# flat buffers, mytorch.distributed.bucketing) registers itself here.
-COMMUNICATION_PASSES = []
+__all__ = ["pmap_p", "replica_avals"]
 
 
 def replica_avals(avals, in_mapped):
@@ -328,9 +325,8 @@ class _Replicas:
         from mytorch.transforms.optimize import optimize
 
         self.name = name
-        closed = optimize(ClosedJaxpr(jaxpr, []))
-        for rewrite in COMMUNICATION_PASSES:
-            closed = rewrite(closed)
+        # a gradient's many psums merged into a few flat ones (config.psum_bucket_bytes)
+        closed = bucket_psums(optimize(ClosedJaxpr(jaxpr, [])), config.psum_bucket_bytes)
         self.closed = closed
         n1 = len(devices)
         inner = _inner_axes(closed.jaxpr)
@@ -445,23 +441,18 @@ def _mesh(name, devices, n2):
     return [tuple(available[a * n2:(a + 1) * n2]) for a in range(n1)]
 
 
-_blas = []  # [threadpoolctl controller, BLAS threads it found], or [None] without one
+_blas = []  # [threadpoolctl's controller, the BLAS threads it found], made at first use
 
 
 def _blas_share(n):
     """A context giving the BLAS library its share of threads while `n` replicas run:
     each replica's matmuls would otherwise start a full set of BLAS threads, and n sets
-    oversubscribe the cores (threadpoolctl, where installed, sets the limit)."""
-    if not _blas:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            controller = ThreadpoolController()
-            counts = [m.num_threads for m in controller.select(user_api="blas").lib_controllers]
-            _blas.extend([controller, max(counts, default=1)])
-        except ImportError:
-            _blas.append(None)
-    if n < 2 or _blas[0] is None or _blas[1] < 2:
+    oversubscribe the cores."""
+    if not _blas:  # scanning the loaded libraries takes a few ms: once
+        controller = ThreadpoolController()
+        counts = [m.num_threads for m in controller.select(user_api="blas").lib_controllers]
+        _blas.extend([controller, max(counts, default=1)])
+    if n < 2 or _blas[1] < 2:
         return contextlib.nullcontext()
     return _blas[0].limit(limits=max(1, _blas[1] // n), user_api="blas")
 

@@ -6,6 +6,9 @@ Options (all also readable as attributes):
   debug_nans            raise FloatingPointError where a NaN first appears
   explain_cache_misses  say why a jitted function was retraced
   num_cpu_devices       how many virtual CPU devices `mt.devices()` lists (for pmap)
+  psum_bucket_bytes     pmap merges its body's independent psums into flat buffers of at
+                        most this many bytes (gradient buckets; default 25 MiB as
+                        PyTorch DDP; 1 keeps one psum per operand)
   tune_malloc           keep freed buffers in the heap for reuse (glibc; see
                         mytorch/backends/numpy/allocator.py)
 Every option may also be set with an environment variable MYTORCH_<NAME_IN_CAPS>. JAX's
@@ -22,6 +25,7 @@ _DEFAULTS = {
     "debug_nans": False,
     "explain_cache_misses": False,
     "num_cpu_devices": 1,
+    "psum_bucket_bytes": 25 * 2**20,
     "tune_malloc": True,
 }
 _CHOICES = {"default_backend": ("cpu", "gpu")}
