@@ -23,12 +23,15 @@ def _single_thread(pin):
     if "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    global _ALLOWED_CORES
+    _ALLOWED_CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     if pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     late = [m for m in ("numpy", "jax", "torch") if m in sys.modules]
     return f"{', '.join(late)} imported before the thread settings" if late else None
 
 
+_ALLOWED_CORES = None
 _WARNING = _single_thread(pin="--no-pin" not in sys.argv)
 
 import argparse  # noqa: E402 -- after the thread settings, on purpose
@@ -83,6 +86,7 @@ def _dump(path, results):
 def main(argv=None):
     """Run the selected workloads and print the table, the notes and the machine."""
     args = _parse(argv)
+    harness.ALLOWED_CORES = _ALLOWED_CORES
     settings = harness.QUICK if args.quick else harness.DEFAULT
     libs = tuple(x.strip() for x in args.libs.split(",") if x.strip()) if args.libs else None
     if libs is not None and not set(libs) <= set(LIBS):

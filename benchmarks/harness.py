@@ -72,7 +72,9 @@ class Row:
 
 @dataclasses.dataclass
 class Workload:
-    """A benchmark: contenders, the NumPy reference result, rows and notes."""
+    """A benchmark: contenders, the NumPy reference result, rows and notes. `all_cores`:
+    its contenders run replicas in parallel (threads or processes), so the harness lifts
+    the one-core pinning while it runs (see ALLOWED_CORES)."""
 
     key: str
     title: str
@@ -82,6 +84,12 @@ class Workload:
     notes: list[str] = dataclasses.field(default_factory=list)
     rtol: float = 1e-4
     atol: float = 1e-5
+    all_cores: bool = False
+
+
+# The cores the process may run on before `python -m benchmarks` pinned it to one; a
+# workload with `all_cores` (replicas that must overlap) runs on these.
+ALLOWED_CORES = None
 
 
 @dataclasses.dataclass
@@ -270,6 +278,24 @@ def measure_group(contenders, workload, settings):
 
 def run_workload(workload, settings, log=None):
     """Measure every group of a workload; returns {contender name: Outcome}."""
+    pinned = _unpin() if workload.all_cores else None
+    try:
+        return _run_groups(workload, settings, log)
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
+
+
+def _unpin():
+    """Let the process run on ALLOWED_CORES; returns the affinity to restore, or None."""
+    if ALLOWED_CORES is None or not hasattr(os, "sched_setaffinity"):
+        return None
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, ALLOWED_CORES)
+    return pinned
+
+
+def _run_groups(workload, settings, log):
     groups = {}
     for c in workload.contenders:
         groups.setdefault(c.group, []).append(c)
