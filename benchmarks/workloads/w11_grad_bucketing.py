@@ -3,6 +3,13 @@ tensors, its gradients averaged over the replicas with one pmean per tensor, run
 without `mytorch.distributed.bucketing.bucket_psums` (the psums merged into flat buckets of
 at most 25 MB, DDP's default).
 
+Rows 1-2 (vmap under jit, below) measure what the pass adds to a compiled step; rows 3-4
+run the step with pmap, whose replicas exchange the gradients through a communicator:
+over 2 virtual CPU devices (threads) and over 2 MPI processes (`benchmarks/mpi_replicas.py`
+under the launcher, see `_mpi.py`; left out where mpi4py or mpiexec is missing), each
+with `mt.config.psum_bucket_bytes` = 25 MiB (the default: one bucket here) against 1 (one
+psum per tensor).
+
 The model is a deep, narrow MLP (ReLU, softmax cross-entropy; 2 * layers parameter
 tensors, each small, so a collective's fixed cost per tensor dominates over its bytes).
 The per-replica step `pmean(grad(loss)(params, x_r, y_r), 'i')` is traced once as one
@@ -17,8 +24,8 @@ NumPy: the hand-written backward pass on each replica's shard, averaged (the ref
 
 import numpy as np
 
-from benchmarks.harness import Row, Workload
-from benchmarks.workloads import _libs, _mlp
+from benchmarks.harness import Contender, Row, Workload
+from benchmarks.workloads import _libs, _mlp, _mpi
 
 KEY = "W11"
 TITLE = "Gradient bucketing of a data-parallel step"
@@ -78,8 +85,8 @@ def _make_mytorch(params, xs, ys, bucketed):
     return lambda: step(params, xs, ys)
 
 
-def build(size="full", libs=None):
-    """The W11 workload at SIZES[size] (mytorch only: the pass is mytorch's)."""
+def inputs(size):
+    """(params, xs, ys) of SIZES[size]: xs f32[replicas, batch, width], ys likewise."""
     s = SIZES[size]
     rng = np.random.default_rng(0)
     dims = (s["width"],) * s["layers"] + (10,)
@@ -87,6 +94,45 @@ def build(size="full", libs=None):
     n = s["replicas"] * s["batch"]
     xs = _libs.f32(rng, (n, dims[0])).reshape(s["replicas"], s["batch"], dims[0])
     ys = _libs.one_hot(rng, n, dims[-1]).reshape(s["replicas"], s["batch"], dims[-1])
+    return params, xs, ys
+
+
+def pmap_step(size, devices, bucket_bytes):
+    """The replicas' step pmap'd over `devices` (one per replica) with
+    `psum_bucket_bytes` = bucket_bytes while it runs (pmap compiles its body per setting):
+    a zero-argument callable returning the averaged gradients (a list of arrays)."""
+    import mytorch as mt
+    import mytorch.numpy as mnp
+
+    params, xs, ys = inputs(size)
+    pstep = mt.pmap(_replica_step(), "i", in_axes=(None, 0, 0), out_axes=None,
+                    devices=devices)
+    params, xs, ys = [mnp.asarray(p) for p in params], mnp.asarray(xs), mnp.asarray(ys)
+
+    def run():
+        default = mt.config.psum_bucket_bytes
+        mt.config.update("psum_bucket_bytes", bucket_bytes)
+        try:
+            return pstep(params, xs, ys)
+        finally:
+            mt.config.update("psum_bucket_bytes", default)
+
+    return run
+
+
+def _make_pmap_threads(size, bucket_bytes):
+    import mytorch as mt
+
+    n = SIZES[size]["replicas"]
+    if mt.config.num_cpu_devices < n:
+        mt.config.update("num_cpu_devices", n)
+    return pmap_step(size, mt.devices()[:n], bucket_bytes)
+
+
+def build(size="full", libs=None):
+    """The W11 workload at SIZES[size] (mytorch only: the pass is mytorch's)."""
+    s = SIZES[size]
+    params, xs, ys = inputs(size)
     first = lambda out: [g[0] for g in out]  # noqa: E731 -- every replica holds the mean
     makers = {"numpy": lambda: lambda: numpy_mean_grads(params, xs, ys),
               "mytorch_unbucketed": lambda: _make_mytorch(params, xs, ys, False),
@@ -97,13 +143,37 @@ def build(size="full", libs=None):
             c.result = first
     tensors = 2 * s["layers"]
     label = f"W11 {tensors}-tensor MLP gradient, {s['replicas']} replicas x {s['batch']}"
-    return Workload(
-        KEY, TITLE, contenders, numpy_mean_grads(params, xs, ys),
-        rows=[Row(f"{label}, one psum per tensor", "numpy",
-                  {"mytorch": "mytorch_unbucketed"}),
-              Row(f"{label}, bucketed (25 MB) against unbucketed", "mytorch_unbucketed",
-                  {"mytorch": "mytorch_bucketed"}, base_label="mytorch unbucketed")],
-        notes=["Replicas are the examples of a vmap with axis_name='i' under jit: the psums "
-               "are reductions over the replica axis, so the bucketed row shows what the "
-               "pass adds to the compiled step (flatten, concatenate, slice); the saving in "
-               "collectives shows across pmap's devices and processes."])
+    rows = [Row(f"{label}, one psum per tensor", "numpy", {"mytorch": "mytorch_unbucketed"}),
+            Row(f"{label}, bucketed (25 MB) against unbucketed", "mytorch_unbucketed",
+                {"mytorch": "mytorch_bucketed"}, base_label="mytorch unbucketed")]
+    notes = ["Rows 1-2: the replicas are the examples of a vmap with axis_name='i' under "
+             "jit: the psums are reductions over the replica axis, so the bucketed row shows "
+             "what the pass adds to the compiled step (flatten, concatenate, slice). The "
+             "pmap rows run unpinned: their psums go through the threads' or MPI's "
+             "communicator."]
+    if "mytorch" in _libs.selected(libs):
+        contenders += _pmap_contenders(size, s["replicas"], label, rows, notes)
+    return Workload(KEY, TITLE, contenders, numpy_mean_grads(params, xs, ys), rows,
+                    notes=notes, all_cores=True)
+
+
+def _pmap_contenders(size, n, label, rows, notes):
+    """The pmap contenders (threads, and MPI where it runs), their rows added to `rows`;
+    their steps return the mean gradients once (out_axes=None)."""
+    contenders = []
+    kinds = [("threads", f"pmap over {n} virtual CPU devices", _make_pmap_threads, None)]
+    why = _mpi.missing()
+    if why is None:
+        kinds.append(("mpi", f"pmap over {n} MPI processes",
+                      lambda size, b: _mpi.contender_fn("w11", size=size, bucket_bytes=b),
+                      _mpi.result))
+    else:
+        notes.append(f"the MPI rows are left out: {why}")
+    for kind, what, make, result in kinds:
+        one, bucketed = f"mytorch_{kind}_per_tensor", f"mytorch_{kind}_bucketed"
+        contenders += [Contender(one, lambda m=make: m(size, 1), result=result),
+                       Contender(bucketed, lambda m=make: m(size, 25 * 2**20), result=result)]
+        rows.append(Row(f"{label}, {what}, bucketed (25 MiB) against one psum per tensor",
+                        one, {"mytorch": bucketed}, base_label=f"{kind}, per tensor",
+                        base_vs="numpy"))
+    return contenders
