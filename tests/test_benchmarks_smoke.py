@@ -238,6 +238,57 @@ def test_w9_dropout_rows_really_drop_and_are_checked_for_shapes_only():
 
 
 
+def test_w10_replicas_compute_the_single_device_step():
+    """W10's data-parallel steps (pmap over threads, and over 2 MPI processes where MPI is
+    installed) give the parameters of the one-device jit step to float32 rounding."""
+    workload = WORKLOADS["W10"].build("tiny", ("mytorch",))
+    runs = {c.name: _flat(_run_once(c)) for c in workload.contenders
+            if c.name.startswith("mytorch")}
+    assert {"mytorch", "mytorch_pmap"} <= set(runs)
+    for name, got in runs.items():
+        for g, w in zip(got, runs["mytorch"], strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="no affinity")
+def test_all_cores_workloads_run_unpinned_and_the_pinning_comes_back():
+    """A workload whose replicas must overlap runs on every core the harness started with,
+    and the one-core pinning is restored afterwards."""
+    import os
+
+    allowed = os.sched_getaffinity(0)
+    seen = []
+
+    def make():
+        return lambda: seen.append(os.sched_getaffinity(0)) or np.float32(1.0)
+
+    workload = harness.Workload("W0", "fake", [harness.Contender("mine", make)],
+                                np.float32(1.0), [], all_cores=True)
+    settings = harness.Settings(budget_s=0.0, min_rounds=1, max_rounds=1, min_sample_s=0.0)
+    saved = harness.ALLOWED_CORES
+    try:
+        harness.ALLOWED_CORES = allowed
+        os.sched_setaffinity(0, {min(allowed)})
+        harness.run_workload(workload, settings)
+        assert seen and all(s == allowed for s in seen)
+        assert os.sched_getaffinity(0) == {min(allowed)}
+    finally:
+        harness.ALLOWED_CORES = saved
+        os.sched_setaffinity(0, allowed)
+
+
+def test_psum_bandwidth_table_reads_a_ranks_result():
+    """benchmarks/psum_bandwidth.py's table: GB/s as bytes over time, ratios to memcpy."""
+    from benchmarks import psum_bandwidth
+
+    result = {"rounds": 3, "machine": ["CPU: test"],
+              "rows": [{"bytes": 2**20, "median": {"memcpy": 1e-4, "mpi": 4e-4,
+                                                   "communicator": 5e-4, "pmap": 1e-3}}]}
+    table = psum_bandwidth.render(result)
+    assert "| 1 MiB | 100 us | 10.49 | 400 us | 2.62 | 4.0x | 500 us | 2.10 | 5.0x |" in table
+    assert "| 1 ms | 1.05 | 10.0x |" in table and "- CPU: test" in table
+
+
 def test_mnist_example_script_reads_the_summary_line():
     """benchmarks/mnist_example.py takes accuracy, steps and loop seconds from the line
     that examples/mnist_mlp.py (and the script's PyTorch and JAX versions) print last but
