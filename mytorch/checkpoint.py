@@ -212,7 +212,7 @@ def _checkpoint_impl(*args, jaxpr, policy, prevent_cse):
     return eval_jaxpr(jaxpr, [], *args)
 
 
-def _rebind(params, jaxpr, n_operands, role):
+def _rebind(params, jaxpr, role, operands, results):
     """A checkpoint derived by a call rule keeps its policy and prevent_cse."""
     return dict(params, jaxpr=jaxpr)
 

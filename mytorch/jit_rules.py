@@ -13,7 +13,7 @@ cache instead of retracing; `clear_rule_caches` forgets them.
 import functools
 import time
 
-from mytorch.core.array import ArrayImpl
+from mytorch.core.array import ArrayImpl, DonatedBuffer
 from mytorch.core.backend import CompileOptions, default_device
 from mytorch.core.config import config
 from mytorch.core.dtypes import is_opaque
@@ -32,20 +32,6 @@ __all__ = ["Executable", "clear_rule_caches", "compile_closed", "jit_p"]
 
 
 # ---- compilation ---------------------------------------------------------------------------
-class _DonatedBuffer:
-    """Stands in for the buffer of an array donated to a jitted function."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __getattr__(self, attr):
-        raise RuntimeError(
-            f"this array was donated to jit({self.name}) (donate_argnums) and its buffer may "
-            "have been overwritten: use the function's result instead")
-
-
 class Executable:
     """A compiled jaxpr: `call(arrays) -> arrays`, plus its generated text and timings."""
 
@@ -109,7 +95,7 @@ def _take(array, name, donate):
     itself is invalidated, and its device's backend decides whether the buffer can be
     reused or must be copied first (`donate`, given the only reference left)."""
     buf = array._buf
-    array._buf = _DonatedBuffer(name)
+    array._buf = DonatedBuffer(f"jit({name})")
     return donate(buf)
 
 
@@ -152,13 +138,13 @@ def _jit_impl(*args, jaxpr, name, donated):
     return _executables.get_or(key, make)[1].call(list(args))
 
 
-def _rebind(params, jaxpr, n_operands, role):
+def _rebind(params, jaxpr, role, operands, results):
     """The params of a jit derived from `params` by a call rule (see call_rules): it
     donates nothing, and is named after the transformation that made it."""
     name = params["name"]
     if role in ("jvp", "transpose", "vmap"):
         name = f"{role}({name})"
-    return dict(jaxpr=jaxpr, name=name, donated=(False,) * n_operands)
+    return dict(jaxpr=jaxpr, name=name, donated=(False,) * len(operands))
 
 
 def _everything_saveable(params):

@@ -19,19 +19,16 @@ would run the same collectives (`Communicator.check_schedule`), then runs the re
 concurrently, replica 0 on the calling thread and the others on one persistent thread per
 device. NumPy releases the GIL in its kernels, so the replicas overlap.
 
-Rules: pmap's operands and results carry a mapped flag each, so a rule's new call must say,
-for every operand and result it makes, whether it is mapped. The generic call rules
-(`transforms/call_rules.py`) rebind from a jaxpr and an operand count only, so pmap
-writes its own, from the same building blocks (jvp_call_jaxpr, partial_eval_jaxpr,
-backward_pass, batch_jaxpr, dce_live):
-  * jvp: tangents are mapped like their primals;
-  * partial evaluation: residuals are per replica, so mapped;
+Rules: the generic call rules (`transforms/call_rules.py`), with what the replica axis
+adds (`_PmapHooks`):
+  * every new call's operands and results are mapped as their origins are: tangents and
+    cotangents like their primals, residuals (per replica) mapped, captured constants not;
   * transpose: the cotangent of an unmapped operand is the sum over replicas (a psum in
     the transposed body); an unmapped result is replica 0's, so its cotangent reaches
     replica 0 only;
   * batching: vmap's batch dimensions are global; an operand mapped at 0 and batched at d
     is batched at d - 1 in the body (a batch dimension 0 is first moved to 1);
-  * dce: drops unused results and operands with their flags.
+  * dce keeps the donation flags of the operands it keeps.
 """
 
 import contextlib
@@ -43,26 +40,18 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from mytorch.core import dtypes
-from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefined
-from mytorch.core.array import ArrayImpl
+from mytorch.core.array import ArrayImpl, DonatedBuffer
 from mytorch.core.backend import CompileOptions
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, Var
+from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.sharded import ShardedArray, sharded_aval
 from mytorch.core.source_info import user_error
-from mytorch.core.staging import StagingTrace
-from mytorch.core.trace import aval_of, set_current_trace
+from mytorch.core.trace import aval_of
 from mytorch.distributed.bucketing import bucket_psums
 from mytorch.errors import CollectiveError
-from mytorch.jit_rules import _DonatedBuffer
-from mytorch.transforms.batching import batch_jaxpr, not_mapped
-from mytorch.transforms.call_rules import rule_cache
-from mytorch.transforms.closure import trace_closed_over
-from mytorch.transforms.dce import dce_live
-from mytorch.transforms.jvp import jvp_call_jaxpr
-from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
-from mytorch.transforms.transpose import backward_pass
+from mytorch.transforms.batching import not_mapped
+from mytorch.transforms.call_rules import CallHooks, def_call_rules, rule_cache
 
 pmap_p = Primitive("pmap", multiple_results=True, kind="call")
 
@@ -87,225 +76,90 @@ def _pmap_abstract_eval(*avals, jaxpr, axis_name, axis_size, devices, in_mapped,
             for a, m in zip(jaxpr.out_avals, out_mapped, strict=True)]
 
 
-def _params(params, jaxpr, in_mapped, out_mapped, role):
-    """The params of a pmap made by a rule (`role`) from one with `params`: it donates
-    nothing and is named after the rule."""
+def _mapped(params, origin):
+    """Whether an operand or result of a pmap a rule makes from one with `params`, of
+    `origin` (see call_rules), is mapped: like the original operand or result it stands
+    for; a residual is per replica, so mapped; a captured constant is read whole."""
+    kind, k = origin
+    if kind == "operand":
+        return params["in_mapped"][k]
+    if kind == "result":
+        return params["out_mapped"][k]
+    return kind == "residual"
+
+
+def _rebind(params, jaxpr, role, operands, results):
+    """The params of a pmap made by a call rule (`role`) from one with `params`: its
+    operands and results mapped as their origins are; it donates nothing (but what a
+    pruned pmap keeps), and is named after the rule."""
     name = params["name"] if role in ("known", "staged", "dce") else f"{role}({params['name']})"
-    return dict(params, jaxpr=jaxpr, in_mapped=tuple(in_mapped), out_mapped=tuple(out_mapped),
-                name=name, donated=(False,) * len(in_mapped))
+    donated = params["donated"]
+    return dict(params, jaxpr=jaxpr, name=name,
+                in_mapped=tuple(_mapped(params, o) for o in operands),
+                out_mapped=tuple(_mapped(params, o) for o in results),
+                donated=tuple(role == "dce" and donated[k] for _, k in operands))
 
 
-# ---- jvp ------------------------------------------------------------------------------------
-_jvps = rule_cache()
+class _PmapHooks(CallHooks):
+    """What the replica axis adds to the generic call rules: a mapped operand or result is
+    the stack of the replicas' values, which the body sees one at a time."""
+
+    def operand_aval(self, params, aval, origin):
+        """A mapped operand's body aval lacks the replica axis."""
+        return aval.update(shape=aval.shape[1:]) if _mapped(params, origin) else aval
+
+    def result_cotangent(self, params, j, ct):
+        """An unmapped result is replica 0's: only replica 0 receives its cotangent."""
+        if params["out_mapped"][j]:
+            return ct
+        from mytorch.lax import elementwise as ew
+        from mytorch.lax import parallel as par
+
+        first = ew.eq(par.axis_index_p.bind(axis_name=(params["axis_name"],)), np.int32(0))
+        return ew.mul(ct, ew.convert_element_type(first, aval_of(ct).dtype))
+
+    def operand_cotangent(self, params, i, ct):
+        """Every replica read an unmapped operand whole: its cotangent is their sum."""
+        if params["in_mapped"][i] or not dtypes.is_float(aval_of(ct).dtype):
+            return ct
+        from mytorch.lax import parallel as par
+
+        return par.psum_p.bind(ct, axis_name=(params["axis_name"],))
+
+    def batch_in(self, params, args, dims):
+        """vmap's batch dimensions are global: an operand mapped at 0 and batched at d is
+        batched at d - 1 in the body (a batch dimension 0 is first moved behind the replica
+        axis)."""
+        from mytorch.lax._batching import moveaxis
+
+        inner = []
+        for i, (d, m) in enumerate(zip(dims, params["in_mapped"])):
+            if d is not_mapped or not m:
+                inner.append(d)
+                continue
+            if d == 0:  # the replica axis stays first
+                args[i] = moveaxis(args[i], 0, 1)
+                d = 1
+            inner.append(d - 1)
+        return args, inner
+
+    def batch_out(self, params, dims):
+        """A mapped result batched at d in the body is batched at d + 1 globally."""
+        return [d if d is not_mapped or not m else d + 1
+                for d, m in zip(dims, params["out_mapped"])]
 
 
-def _pmap_jvp(primals, tangents, **params):
-    jaxpr, in_mapped = params["jaxpr"], params["in_mapped"]
-    nonzero = tuple(type(t) is not Zero and is_differentiable(aval_of(p))
-                    for p, t in zip(primals, tangents))
-    t_key = tuple(aval_of(t) if nz else None for t, nz in zip(tangents, nonzero))
-
-    def make():
-        return (jaxpr, *jvp_call_jaxpr(jaxpr, jaxpr.in_avals, nonzero,
-                                       f"jvp({params['name']})"))
-
-    _, jvp_jaxpr, consts = _jvps.get_or((id(jaxpr), nonzero, t_key), make)
-    ts = [t for t, nz in zip(tangents, nonzero) if nz]
-    mapped = [False] * len(consts) + list(in_mapped) + [
-        m for m, nz in zip(in_mapped, nonzero) if nz]
-    outs = pmap_p.bind(*consts, *primals, *ts,
-                       **_params(params, jvp_jaxpr, mapped, params["out_mapped"] * 2, "jvp"))
-    n_out = len(jaxpr.outvars)
-    return outs[:n_out], outs[n_out:]
-
-
-pmap_p.def_jvp(_pmap_jvp)
-
-
-# ---- partial evaluation ---------------------------------------------------------------------
 def _save_everything(prim, *avals, **params):
     return True
 
 
-_splits = rule_cache()
+def _everything_saveable(params):
+    """Linearizing a pmap keeps every intermediate the tangent computation reads."""
+    return _save_everything
 
 
-def _pmap_partial_eval(trace, args, params):
-    jaxpr, in_mapped, out_mapped = params["jaxpr"], params["in_mapped"], params["out_mapped"]
-    unknowns = tuple(trace.is_unknown(x) for x in args)
-    if not any(unknowns):
-        with set_current_trace(trace.parent):
-            return pmap_p.bind(*args, **params)
-
-    def make():
-        return (jaxpr, *partial_eval_jaxpr(jaxpr, list(unknowns), _save_everything))
-
-    _, known, staged, out_unknowns, num_res = _splits.get_or((id(jaxpr), unknowns), make)
-    known_args = [x for x, u in zip(args, unknowns) if not u]
-    known_mapped = [m for m, u in zip(in_mapped, unknowns) if not u]
-    known_out = [m for m, u in zip(out_mapped, out_unknowns) if not u] + [True] * num_res
-    with set_current_trace(trace.parent):
-        known_outs = pmap_p.bind(*known_args,
-                                 **_params(params, known, known_mapped, known_out, "known"))
-    n_known = len(known_outs) - num_res
-    unknown_args = [x for x, u in zip(args, unknowns) if u]
-    staged_mapped = [True] * num_res + [m for m, u in zip(in_mapped, unknowns) if u]
-    staged_out = [m for m, u in zip(out_mapped, out_unknowns) if u]
-    staged_outs = StagingTrace.process_primitive(
-        trace, pmap_p, [*known_outs[n_known:], *unknown_args],
-        _params(params, staged, staged_mapped, staged_out, "staged"))
-    known_it, staged_it = iter(known_outs[:n_known]), iter(staged_outs)
-    return [next(staged_it) if u else next(known_it) for u in out_unknowns]
-
-
-def _pmap_partial_eval_jaxpr(eqn, unknowns, _saveable):
-    params = eqn.params
-    known_eqn, staged_eqn, outs_unknown = split_call_eqn(eqn, unknowns, _save_everything)
-    in_mapped, out_mapped = params["in_mapped"], params["out_mapped"]
-    known_mapped = [m for m, u in zip(in_mapped, unknowns) if not u]
-    n_known_outs = sum(not u for u in outs_unknown)
-    n_fresh = len(known_eqn.outvars) - n_known_outs
-    known_out = [m for m, u in zip(out_mapped, outs_unknown) if not u] + [True] * n_fresh
-    # a residual is a fresh (per replica, mapped) result of the known call, or one of the
-    # call's own known operands, mapped as that operand is
-    n_res = len(staged_eqn.invars) - sum(unknowns)
-    res_mapped = []
-    for r in staged_eqn.invars[:n_res]:
-        pos = next((i for i, v in enumerate(eqn.invars) if v is r), None)
-        res_mapped.append(True if pos is None else in_mapped[pos])
-    staged_mapped = res_mapped + [m for m, u in zip(in_mapped, unknowns) if u]
-    staged_out = [m for m, u in zip(out_mapped, outs_unknown) if u]
-    # the fresh residuals are stacked over the replicas: their variables get the global aval
-    n = params["axis_size"]
-    fresh = {v: Var(sharded_aval(v.aval, n)) for v in known_eqn.outvars[n_known_outs:]}
-    known_eqn = known_eqn.replace(
-        outvars=[*known_eqn.outvars[:n_known_outs], *fresh.values()],
-        params=_params(params, known_eqn.params["jaxpr"], known_mapped, known_out, "known"))
-    staged_eqn = staged_eqn.replace(
-        invars=[fresh.get(v, v) if type(v) is Var else v for v in staged_eqn.invars],
-        params=_params(params, staged_eqn.params["jaxpr"], staged_mapped, staged_out, "staged"))
-    return known_eqn, staged_eqn, outs_unknown
-
-
-pmap_p.def_rule("partial_eval", _pmap_partial_eval)
-pmap_p.def_rule("partial_eval_jaxpr", _pmap_partial_eval_jaxpr)
-
-
-# ---- transpose ------------------------------------------------------------------------------
-_transposes = rule_cache()
-
-
-def _pmap_transpose(cts, *args, **params):
-    from mytorch.lax import elementwise as ew
-    from mytorch.lax import parallel as par
-
-    jaxpr, axis = params["jaxpr"], (params["axis_name"],)
-    in_mapped, out_mapped = params["in_mapped"], params["out_mapped"]
-    linear = tuple(is_undefined(a) for a in args)
-    residuals = [a for a, lin in zip(args, linear) if not lin]
-    ct_zero = tuple(type(c) is Zero for c in cts)
-    nz_cts = [c for c, z in zip(cts, ct_zero) if not z]
-
-    def make():
-        n_res = len(residuals)
-
-        def transpose_fun(*xs):
-            res, ct_it = iter(xs[:n_res]), iter(xs[n_res:])
-            values = [None if lin else next(res) for lin in linear]
-            cts_out = []
-            for v, z, m in zip(jaxpr.outvars, ct_zero, out_mapped):
-                if z:
-                    cts_out.append(Zero(v.aval))
-                    continue
-                ct = next(ct_it)
-                if not m:  # the result is replica 0's: only replica 0 receives its cotangent
-                    first = ew.eq(par.axis_index_p.bind(axis_name=axis), np.int32(0))
-                    ct = ew.mul(ct, ew.convert_element_type(first, aval_of(ct).dtype))
-                cts_out.append(ct)
-            cts_in = backward_pass(jaxpr, [], list(linear), values, cts_out)
-            outs = []
-            for c, lin, m in zip(cts_in, linear, in_mapped):
-                if not lin:
-                    continue
-                c = instantiate(c)
-                if not m and dtypes.is_float(aval_of(c).dtype):
-                    c = par.psum_p.bind(c, axis_name=axis)  # every replica read it
-                outs.append(c)
-            return outs
-
-        body_res = [aval_of(a) if not m else aval_of(a).update(shape=aval_of(a).shape[1:])
-                    for a, m in zip(residuals, (m for m, lin in zip(in_mapped, linear)
-                                                if not lin))]
-        body_cts = [aval_of(c).update(shape=aval_of(c).shape[1:]) if m else aval_of(c)
-                    for c, m in zip(nz_cts, (m for m, z in zip(out_mapped, ct_zero)
-                                             if not z))]
-        return (jaxpr, *trace_closed_over(transpose_fun, body_res + body_cts,
-                                          f"transpose({params['name']})"))
-
-    r_key = tuple(aval_of(r) for r in residuals)
-    _, t_jaxpr, consts = _transposes.get_or((id(jaxpr), linear, ct_zero, r_key), make)
-    mapped = ([False] * len(consts) + [m for m, lin in zip(in_mapped, linear) if not lin]
-              + [m for m, z in zip(out_mapped, ct_zero) if not z])
-    t_out = [m for m, lin in zip(in_mapped, linear) if lin]
-    outs = iter(pmap_p.bind(*consts, *residuals, *nz_cts,
-                            **_params(params, t_jaxpr, mapped, t_out, "transpose")))
-    return [next(outs) if lin else None for lin in linear]
-
-
-pmap_p.def_transpose(_pmap_transpose)
-
-
-# ---- batching -------------------------------------------------------------------------------
-_batched = rule_cache()
-
-
-def _pmap_batching(axis, args, dims, **params):
-    from mytorch.lax._batching import moveaxis
-
-    jaxpr, in_mapped, out_mapped = params["jaxpr"], params["in_mapped"], params["out_mapped"]
-    args, inner = list(args), []
-    for i, (d, m) in enumerate(zip(dims, in_mapped)):
-        if d is not_mapped or not m:
-            inner.append(d)
-            continue
-        if d == 0:  # the replica axis stays first
-            args[i] = moveaxis(args[i], 0, 1)
-            d = 1
-        inner.append(d - 1)
-
-    def make():
-        return (jaxpr, *batch_jaxpr(jaxpr, axis, inner, None, f"vmap({params['name']})"))
-
-    key = (id(jaxpr), tuple(inner), axis.size, axis.name)
-    _, b_jaxpr, consts, out_dims = _batched.get_or(key, make)
-    mapped = [False] * len(consts) + list(in_mapped)
-    outs = pmap_p.bind(*consts, *args, **_params(params, b_jaxpr, mapped, out_mapped, "vmap"))
-    return outs, [d if d is not_mapped or not m else d + 1
-                  for d, m in zip(out_dims, out_mapped)]
-
-
-pmap_p.def_batching(_pmap_batching)
-
-
-# ---- dce ------------------------------------------------------------------------------------
-def _pmap_dce(eqn, used_outputs):
-    params = eqn.params
-    jaxpr = params["jaxpr"]
-    outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    eqns, live = dce_live(Jaxpr([], jaxpr.invars, jaxpr.eqns, outvars))
-    used = [v in live for v in jaxpr.invars]
-    pruned = Jaxpr([], [v for v, u in zip(jaxpr.invars, used) if u], eqns, outvars,
-                   jaxpr.debug_name)
-    new = dict(params, jaxpr=pruned,
-               in_mapped=tuple(m for m, u in zip(params["in_mapped"], used) if u),
-               out_mapped=tuple(m for m, u in zip(params["out_mapped"], used_outputs) if u),
-               donated=tuple(d for d, u in zip(params["donated"], used) if u))
-    return eqn.replace(invars=[v for v, u in zip(eqn.invars, used) if u],
-                       outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-                       params=new)
-
-
-pmap_p.def_rule("dce", _pmap_dce)
+def_call_rules(pmap_p, rebind=_rebind, saveable=_everything_saveable,
+               name=lambda params: params["name"], hooks=_PmapHooks())
 
 
 # ---- execution ------------------------------------------------------------------------------
@@ -515,24 +369,35 @@ def _pmap_impl(*args, jaxpr, axis_name, axis_size, devices, in_mapped, out_mappe
             buf = _take(a, name) if d else a._buf
             shards = [buf[i] if m else buf for i in range(axis_size)]
         elif d:  # the shards are handed over: the array is gone
-            a._buf = _DonatedBuffer(f"pmap({name})")
+            a._buf = DonatedBuffer(f"pmap({name})")
         for i in reps.local:
             per_replica[i].append(shards[i])
     results = reps.run(per_replica)
     outs = []
     first = reps.local[0]
+    # the devices of other processes hold the other shards: reading the whole gathers them
+    gather = _gather_processes if len(reps.local) < axis_size else None
     for j, (aval, m) in enumerate(zip(jaxpr.out_avals, out_mapped)):
         if m:
-            outs.append(ShardedArray([results[i][j] for i in reps.local], reps.out_devices,
-                                     sharded_aval(aval, axis_size)))
+            shards = [results[i][j] if i in results else None for i in range(axis_size)]
+            outs.append(ShardedArray(shards, reps.out_devices, sharded_aval(aval, axis_size),
+                                     gather))
         else:
             outs.append(ArrayImpl(results[first][j], aval.weak_type, reps.out_devices[first]))
     return outs
+
+
+def _gather_processes(devices, shards):
+    """(n, *S): the stack of the shards of a mapped result over `devices`, one per process,
+    this process holding those not None: an allgather over their processes."""
+    from mytorch.distributed.mpi import gather_shards
+
+    return gather_shards(devices, shards)
 
 
 def _take(array, name):
     """The buffer of an array donated to pmap, which the replicas may overwrite (the array
     is invalidated; the backend copies a buffer that something else may read)."""
     buf = array._buf
-    array._buf = _DonatedBuffer(f"pmap({name})")
+    array._buf = DonatedBuffer(f"pmap({name})")
     return array.device.backend.donate(buf)

@@ -67,6 +67,21 @@ def install_methods(methods):
         setattr(Array, name, fn)
 
 
+class DonatedBuffer:
+    """Stands in for the buffer of an array donated to a compiled function (jit's or
+    pmap's donate_argnums): any use of it raises, naming `owner` (e.g. "jit(step)")."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    def __getattr__(self, attr):
+        raise RuntimeError(
+            f"this array was donated to {self.owner} (donate_argnums) and its buffer may "
+            "have been overwritten: use the function's result instead")
+
+
 class ArrayImpl(Array):
     """A concrete array: a backend buffer on one device, plus its weak-type flag."""
 

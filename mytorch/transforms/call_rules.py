@@ -6,10 +6,13 @@ invars are the call's operands, and runs it. Each rule transforms that jaxpr as 
 and binds the primitive again on the new one, so a derivative or a batch of a call is
 itself one call (compiled, for `jit`). What differs between call primitives is passed in:
 
-    rebind(params, jaxpr, n_operands, role) -> params
-        the params of a new call of `jaxpr` on `n_operands` operands; `role` says which
-        rule makes it: "jvp", "known", "staged", "transpose", "vmap" or "dce" (jit derives
-        its name and resets donation; checkpoint keeps its policy; pmap its axis).
+    rebind(params, jaxpr, role, operands, results) -> params
+        the params of a new call of `jaxpr`; `role` says which rule makes it: "jvp",
+        "known", "staged", "transpose", "vmap" or "dce" (jit derives its name and resets
+        donation; checkpoint keeps its policy; pmap its axis). `operands` and `results`
+        give the origin of each of the new call's operands and results (see `origins`
+        below), so params with one entry per operand or result (pmap's mapped flags,
+        donation) can be derived.
     saveable(params) -> policy
         which intermediates linearization keeps as residuals: policy(prim, *avals, **params).
     name(params) -> str
@@ -26,12 +29,28 @@ itself one call (compiled, for `jit`). What differs between call primitives is p
     linearize_here(jaxpr, args, unknowns) -> bool
         when true, eager partial evaluation evaluates the call's equations one by one on the
         current trace instead of splitting it (see `jit_rules`).
+    hooks
+        a `CallHooks` for a call whose operands and results are not its body's values
+        (pmap: mapped ones carry the replica axis the body does not see); the default
+        changes nothing.
+
+Origins: each operand or result of a call a rule makes is one of
+    ("operand", i)  the original call's operand i, its tangent or its cotangent
+    ("result", j)   the original call's result j, its tangent or its cotangent
+    CONST           a constant the rule's tracing captured (read whole by the body)
+    RESIDUAL        a value the known half of a split computes for the staged half
+so, for example, the transpose of a call takes CONSTs, the ("operand", i) of its non-linear
+operands and the ("result", j) of its nonzero cotangents, and returns ("operand", i) for
+each linear operand.
+
+The avals of a split's residuals, as the staged equation reads them, are the known call's
+result avals (its abstract evaluation), which need not be its body's (pmap stacks them).
 """
 
 from collections import OrderedDict
 
 from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefined
-from mytorch.core.jaxpr import Jaxpr, eval_jaxpr
+from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
 from mytorch.transforms.batching import batch_jaxpr
@@ -41,7 +60,11 @@ from mytorch.transforms.jvp import jvp_call_jaxpr
 from mytorch.transforms.partial_eval import partial_eval_jaxpr, split_call_eqn
 from mytorch.transforms.transpose import backward_pass
 
-__all__ = ["clear_rule_caches", "def_call_rules", "rule_cache"]
+__all__ = ["CONST", "RESIDUAL", "CallHooks", "clear_rule_caches", "def_call_rules",
+           "rule_cache"]
+
+CONST = ("const", None)
+RESIDUAL = ("residual", None)
 
 _CACHE_SIZE = 512
 _caches = []
@@ -82,8 +105,50 @@ def clear_rule_caches():
         c.clear()
 
 
+class CallHooks:
+    """What a call primitive adds to the generic rules when its operands and results are
+    not the values its body sees (pmap: a mapped operand is the stack of the replicas'
+    values). Every method receives the original call's params; the defaults change
+    nothing (jit, checkpoint)."""
+
+    def operand_aval(self, params, aval, origin):
+        """The aval the body of a new call sees for an operand of aval `aval` coming from
+        `origin` (the transpose traces its body on these)."""
+        return aval
+
+    def result_cotangent(self, params, j, ct):
+        """In the transposed body: the cotangent of the body's result j, from `ct`, the
+        body's share of the call's result cotangent."""
+        return ct
+
+    def operand_cotangent(self, params, i, ct):
+        """In the transposed body: what the body returns as the cotangent of operand i,
+        from `ct`, the cotangent of the body's operand i."""
+        return ct
+
+    def batch_in(self, params, args, dims):
+        """(args, dims) as the body sees them, from the call's batched operands `args` and
+        their batch dimensions `dims` (ints or not_mapped)."""
+        return args, dims
+
+    def batch_out(self, params, dims):
+        """The batch dimensions of the call's results, from those of the body's."""
+        return dims
+
+
+_NO_HOOKS = CallHooks()
+
+
+def _operands(n):
+    return [("operand", i) for i in range(n)]
+
+
+def _results(n):
+    return [("result", j) for j in range(n)]
+
+
 def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpose="call",
-                   cache=True, linearize_here=None):
+                   cache=True, linearize_here=None, hooks=_NO_HOOKS):
     """Register the jvp, partial_eval, partial_eval_jaxpr, transpose, batching and dce rules
     of the call primitive `prim` (see the module docstring for the arguments)."""
     if transpose not in ("call", "inline"):
@@ -94,10 +159,11 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
     def new_cache():
         return rule_cache() if cache else _NoCache()
 
-    def bind(args, jaxpr, consts, params, role):
-        """`prim` of `jaxpr` on the captured `consts` followed by `args`: a list."""
-        operands = [*consts, *args]
-        return prim.bind(*operands, **rebind(params, jaxpr, len(operands), role))
+    def bind(args, jaxpr, consts, params, role, operands, results):
+        """`prim` of `jaxpr` on the captured `consts` followed by `args` (of origins
+        `operands`), with results of origins `results`: a list."""
+        return prim.bind(*consts, *args, **rebind(params, jaxpr, role,
+                                                   [CONST] * len(consts) + operands, results))
 
     jvps = new_cache()
 
@@ -113,8 +179,11 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
 
         _, jvp_jaxpr, consts = jvps.get_or((id(jaxpr), nonzero, t_key), make)
         ts = [t for t, nz in zip(tangents, nonzero) if nz]
-        outs = bind([*primals, *ts], jvp_jaxpr, consts, params, "jvp")
         n_out = len(jaxpr.outvars)
+        operands = _operands(len(primals)) + [("operand", i) for i, nz in enumerate(nonzero)
+                                              if nz]
+        outs = bind([*primals, *ts], jvp_jaxpr, consts, params, "jvp", operands,
+                    _results(n_out) * 2)
         return outs[:n_out], outs[n_out:]
 
     splits = new_cache()
@@ -135,21 +204,51 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
         _, known, staged, out_unknowns, num_res = splits.get_or((id(jaxpr), unknowns, policy),
                                                                 make)
         known_args = [x for x, u in zip(args, unknowns) if not u]
+        known_in = [("operand", i) for i, u in enumerate(unknowns) if not u]
+        known_res = [("result", j) for j, u in enumerate(out_unknowns) if not u]
         with set_current_trace(trace.parent):
-            known_outs = bind(known_args, known, [], params, "known")
+            known_outs = bind(known_args, known, [], params, "known", known_in,
+                              known_res + [RESIDUAL] * num_res)
         n_known = len(known_outs) - num_res
         operands = [*known_outs[n_known:], *[x for x, u in zip(args, unknowns) if u]]
+        origins = [RESIDUAL] * num_res + [("operand", i) for i, u in enumerate(unknowns) if u]
+        staged_res = [("result", j) for j, u in enumerate(out_unknowns) if u]
         staged_outs = StagingTrace.process_primitive(
-            trace, prim, operands, rebind(params, staged, len(operands), "staged"))
+            trace, prim, operands, rebind(params, staged, "staged", origins, staged_res))
         known_it, staged_it = iter(known_outs[:n_known]), iter(staged_outs)
         return [next(staged_it) if u else next(known_it) for u in out_unknowns]
 
     def partial_eval_jaxpr_rule(eqn, unknowns, _saveable):
         # the call's own policy decides its residuals, whatever the enclosing split saves
-        def extra(params, n, role):
-            return rebind(params, params[param], n, role)
-
-        return split_call_eqn(eqn, unknowns, saveable(eqn.params), param=param, extra=extra)
+        known_eqn, staged_eqn, outs_unknown = split_call_eqn(eqn, unknowns,
+                                                             saveable(eqn.params), param=param)
+        n_known_out = sum(not u for u in outs_unknown)
+        n_res = len(staged_eqn.invars) - sum(unknowns)
+        # a residual is a fresh result of the known call, or one of the call's known operands
+        res_origins = []
+        for r in staged_eqn.invars[:n_res]:
+            pos = next((i for i, (v, u) in enumerate(zip(eqn.invars, unknowns))
+                        if v is r and not u), None)
+            res_origins.append(RESIDUAL if pos is None else ("operand", pos))
+        known_in = [("operand", i) for i, u in enumerate(unknowns) if not u]
+        known_res = [("result", j) for j, u in enumerate(outs_unknown) if not u]
+        fresh_res = known_eqn.outvars[n_known_out:]
+        known_params = rebind(eqn.params, known_eqn.params[param], "known", known_in,
+                              known_res + [RESIDUAL] * len(fresh_res))
+        staged_params = rebind(
+            eqn.params, staged_eqn.params[param], "staged",
+            res_origins + [("operand", i) for i, u in enumerate(unknowns) if u],
+            [("result", j) for j, u in enumerate(outs_unknown) if u])
+        # the fresh residuals have the avals of the known call's results (pmap stacks them)
+        avals = prim.abstract_eval(*[v.aval for v in known_eqn.invars], **known_params)
+        fresh = {v: Var(a) for v, a in zip(fresh_res, avals[n_known_out:]) if a != v.aval}
+        if fresh:
+            known_eqn = known_eqn.replace(outvars=[fresh.get(v, v)
+                                                   for v in known_eqn.outvars])
+            staged_eqn = staged_eqn.replace(invars=[
+                fresh.get(v, v) if type(v) is Var else v for v in staged_eqn.invars])
+        return (known_eqn.replace(params=known_params),
+                staged_eqn.replace(params=staged_params), outs_unknown)
 
     transposes = new_cache()
 
@@ -166,18 +265,23 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
             def transpose_fun(*xs):
                 res, ct_it = iter(xs[:n_res]), iter(xs[n_res:])
                 values = [None if lin else next(res) for lin in linear]
-                cts_out = [Zero(v.aval) if z else next(ct_it)
-                           for v, z in zip(jaxpr.outvars, ct_zero)]
+                cts_out = [Zero(v.aval) if z else hooks.result_cotangent(params, j, next(ct_it))
+                           for j, (v, z) in enumerate(zip(jaxpr.outvars, ct_zero))]
                 cts_in = backward_pass(jaxpr, [], list(linear), values, cts_out)
-                return [instantiate(c) for c, lin in zip(cts_in, linear) if lin]
+                return [hooks.operand_cotangent(params, i, instantiate(c))
+                        for i, (c, lin) in enumerate(zip(cts_in, linear)) if lin]
 
-            avals = [aval_of(r) for r in residuals] + [aval_of(c) for c in nz_cts]
+            avals = [hooks.operand_aval(params, aval_of(x), o)
+                     for x, o in zip([*residuals, *nz_cts], origins)]
             return (jaxpr, *trace_closed_over(transpose_fun, avals,
                                               f"transpose({name(params)})"))
 
+        origins = ([("operand", i) for i, lin in enumerate(linear) if not lin]
+                   + [("result", j) for j, z in enumerate(ct_zero) if not z])
         r_key = tuple(aval_of(r) for r in residuals)
         _, t_jaxpr, consts = transposes.get_or((id(jaxpr), linear, ct_zero, r_key), make)
-        outs = iter(bind([*residuals, *nz_cts], t_jaxpr, consts, params, "transpose"))
+        outs = iter(bind([*residuals, *nz_cts], t_jaxpr, consts, params, "transpose", origins,
+                         [("operand", i) for i, lin in enumerate(linear) if lin]))
         return [next(outs) if lin else None for lin in linear]
 
     def transpose_inline(cts, *args, **params):
@@ -190,6 +294,7 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
 
     def batching(axis, args, dims, **params):
         jaxpr = params[param]
+        args, dims = hooks.batch_in(params, list(args), list(dims))
 
         def make():
             return (jaxpr, *batch_jaxpr(jaxpr, axis, list(dims), None,
@@ -197,7 +302,9 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
 
         key = (id(jaxpr), tuple(dims), axis.size, axis.name)
         _, b_jaxpr, consts, out_dims = batched.get_or(key, make)
-        return bind(list(args), b_jaxpr, consts, params, "vmap"), out_dims
+        outs = bind(args, b_jaxpr, consts, params, "vmap", _operands(len(args)),
+                    _results(len(out_dims)))
+        return outs, hooks.batch_out(params, out_dims)
 
     def dce(eqn, used_outputs):
         jaxpr = eqn.params[param]
@@ -209,7 +316,9 @@ def def_call_rules(prim, *, rebind, saveable, name=None, param="jaxpr", transpos
         invars = [v for v, u in zip(eqn.invars, used_inputs) if u]
         return eqn.replace(
             invars=invars, outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-            params=rebind(eqn.params, pruned, len(invars), "dce"))
+            params=rebind(eqn.params, pruned, "dce",
+                          [("operand", i) for i, u in enumerate(used_inputs) if u],
+                          [("result", j) for j, u in enumerate(used_outputs) if u]))
 
     prim.def_jvp(jvp)
     prim.def_rule("partial_eval", partial_eval)

@@ -201,3 +201,42 @@ def test_jit_drops_an_unused_result_of_pmap():
     f = mt.jit(lambda x: mt.pmap(lambda v: (v * 2, lax.psum(v, "i")), "i")(x)[1])
     np.testing.assert_allclose(np.asarray(f(x)), np.broadcast_to(x.sum(0), x.shape),
                                rtol=1e-6)
+
+
+def test_the_pmaps_rules_make_map_their_operands_and_results_by_origin():
+    from mytorch.core.jaxpr import Jaxpr
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pmap":
+                yield eqn
+            for p in eqn.params.values():
+                inner = getattr(p, "jaxpr", p)
+                if isinstance(inner, Jaxpr):
+                    yield from walk(inner)
+
+    w, xs = rand(5), rand(4, 3, 5)
+    f = mt.pmap(lambda w, x: mnp.sin(x @ w) * lax.psum(mnp.sum(x), "i"), "i",
+                in_axes=(None, 0))
+
+    def loss(w):
+        return mnp.sum(f(w, xs) ** 2)
+
+    want = mt.grad(lambda w: mnp.sum((mnp.sin(xs @ w) * xs.sum()) ** 2))(w)
+    # grad of jit splits the pmap inside the jit's jaxpr (partial_eval_jaxpr); grad alone
+    # splits it eagerly; vmap of grad batches the transposed pmap
+    for g in (mt.grad(mt.jit(loss)), mt.grad(loss)):
+        np.testing.assert_allclose(g(w), want, rtol=1e-4)
+        names = set()
+        for eqn in walk(mt.make_jaxpr(g)(w).jaxpr):
+            names.add(eqn.params["name"])
+            body = eqn.params["jaxpr"]
+            for outer, inner, m in [*zip(eqn.invars, body.invars, eqn.params["in_mapped"]),
+                                    *zip(eqn.outvars, body.outvars, eqn.params["out_mapped"])]:
+                # a mapped value carries the device axis the body does not see
+                assert outer.aval.shape == ((4, *inner.aval.shape) if m else inner.aval.shape)
+            assert not any(eqn.params["donated"])
+        assert "transpose(jvp(<lambda>))" in names
+    ws = np.stack([w, 2 * w])
+    got = mt.vmap(mt.grad(loss))(ws)
+    np.testing.assert_allclose(got[1], mt.grad(loss)(2 * w), rtol=1e-4)

@@ -20,6 +20,7 @@ from mytorch.transforms.dce import dce_jaxpr
 block_p = Primitive("test_named_block", multiple_results=True, kind="call")
 block_p.inline_param = "jaxpr"  # jit inlines it, like any call
 roles = []
+calls = []  # (role, operand origins, result origins) of each call a rule makes
 
 
 @block_p.def_abstract_eval
@@ -32,8 +33,9 @@ def _block_impl(*args, jaxpr, name):
     return eval_jaxpr(jaxpr, [], *args)
 
 
-def _rebind(params, jaxpr, n_operands, role):
+def _rebind(params, jaxpr, role, operands, results):
     roles.append(role)
+    calls.append((role, list(operands), list(results)))
     name = params["name"]
     return dict(jaxpr=jaxpr, name=f"{role}({name})" if role in ("jvp", "transpose", "vmap")
                 else name)
@@ -277,6 +279,38 @@ def test_jit_rules_trace_once_for_repeated_eager_calls(monkeypatch, x64):
     clear_rule_caches()
     g(x)
     assert len(jvps) == 2 and len(splits) == 2
+
+
+def test_rebind_is_told_the_origin_of_each_operand_and_result(xy):
+    x, y = xy
+    CONST, RES = call_rules.CONST, call_rules.RESIDUAL
+    calls.clear()
+    mt.jvp(lambda x: block(x, mnp.asarray(y)), (x,), (np.ones(3),))  # y's tangent is zero
+    (role, operands, results), = calls
+    assert role == "jvp"
+    assert [o for o in operands if o != CONST] == [("operand", 0), ("operand", 1),
+                                                   ("operand", 0)]
+    assert results == [("result", j) for j in range(3)] * 2
+
+    calls.clear()
+    mt.grad(lambda x: mnp.sum(block(x, mnp.asarray(y))[0]))(x)
+    by_role = {role: (ops, res) for role, ops, res in calls}
+    # the linearized call is the jvp call: primals x, y then x's tangent; 3 + 3 results
+    known_ops, known_res = by_role["known"]
+    assert known_ops == [("operand", 0), ("operand", 1)]
+    n_res = known_res.count(RES)
+    assert n_res and known_res == [("result", j) for j in range(3)] + [RES] * n_res
+    staged_ops, staged_res = by_role["staged"]
+    assert staged_ops == [RES] * n_res + [("operand", 2)]
+    assert staged_res == [("result", j) for j in range(3, 6)]
+    t_ops, t_res = by_role["transpose"]
+    assert t_res == [("operand", n_res)]  # x's tangent: the staged call's last operand
+    assert [o for o in t_ops if o != CONST][-1] == ("result", 0)  # only output 0 is read
+
+    closed = mt.make_jaxpr(lambda x, y: block(x, y)[2])(x, y)
+    calls.clear()
+    dce_jaxpr(closed.jaxpr)
+    assert calls == [("dce", [("operand", 0)], [("result", 2)])]
 
 
 def test_def_call_rules_rejects_an_unknown_transpose_mode():
