@@ -5,6 +5,13 @@ A pmap over n devices returns its mapped results as a ShardedArray of global sha
 operation, `np.asarray`, indexing and `mt.device_get` work on it: the first use of its
 buffer gathers the shards into one host buffer (kept, so it gathers once). A pmap over the
 same devices that maps it at axis 0 reads the shards in place, without gathering.
+
+When its devices span processes (a pmap over the global devices of an MPI run), each
+process holds only its own devices' shards; gathering is then an allgather over those
+processes (the `gather` the pmap passes), so it is a collective: every process must read
+the array (as every process ran the pmap that made it), or the readers wait for the others
+until the collective timeout. Its `device`, where eager operations on the gathered value
+run, is then this process's first device of it.
 """
 
 import numpy as np
@@ -17,22 +24,28 @@ __all__ = ["ShardedArray", "sharded_aval"]
 
 class ShardedArray(ArrayImpl):
     """One buffer per device (`shards[i]` on `devices[i]`, each of shape aval.shape[1:])
-    standing for their stack, of abstract value `aval`."""
+    standing for their stack, of abstract value `aval`.
 
-    __slots__ = ("_shards", "_devices", "_aval", "_gathered")
+    `shards[i]` is None for a device of another process; `gather(devices, shards)` then
+    returns the stacked host buffer, exchanging the shards with the other processes."""
 
-    def __init__(self, shards, devices, aval):
+    __slots__ = ("_shards", "_devices", "_aval", "_gathered", "_gather")
+
+    def __init__(self, shards, devices, aval, gather=None):
         self._shards, self._devices, self._aval = list(shards), tuple(devices), aval
-        self._gathered = None
+        self._gathered, self._gather = None, gather
         self._weak = aval.weak_type
-        self._device = self._devices[0]
+        self._device = next(d for d, s in zip(self._devices, self._shards) if s is not None)
 
     # the gathered buffer stands in for ArrayImpl's: computed on first use
     @property
     def _buf(self):
         if self._gathered is None:
-            self._gathered = np.stack([d.backend.to_numpy(s)
-                                       for d, s in zip(self._devices, self._shards)])
+            if self._gather is not None:
+                self._gathered = self._gather(self._devices, self._shards)
+            else:
+                self._gathered = np.stack([d.backend.to_numpy(s)
+                                           for d, s in zip(self._devices, self._shards)])
         return self._gathered
 
     @_buf.setter
@@ -62,11 +75,13 @@ class ShardedArray(ArrayImpl):
 
     @property
     def shards(self):
-        """The shards as arrays, shard i on device i (each of shape `shape[1:]`)."""
+        """The shards this process holds as arrays, in shard order, each on its device (of
+        shape `shape[1:]`): all of them in a single process."""
         if self._shards is None:
             raise RuntimeError("this sharded array was donated: use the function's result "
                                "instead")
-        return [ArrayImpl(s, self._weak, d) for s, d in zip(self._shards, self._devices)]
+        return [ArrayImpl(s, self._weak, d) for s, d in zip(self._shards, self._devices)
+                if s is not None]
 
     def is_gathered(self):
         """Whether the shards have been gathered into one buffer (by a use of the whole)."""
@@ -74,7 +89,7 @@ class ShardedArray(ArrayImpl):
 
     def shard_buffers(self, devices):
         """The shard buffers when they lie on `devices` in that order (else None): what a
-        pmap over those devices reads in place."""
+        pmap over those devices reads in place (None for another process's device)."""
         if self._shards is None or self._devices != tuple(devices):
             return None
         return self._shards

@@ -23,7 +23,7 @@ from mytorch.core.source_info import user_error
 from mytorch.distributed.communicator import Communicator, collective_timeout
 from mytorch.errors import CollectiveError
 
-__all__ = ["MpiCommunicator", "mpi_endpoints", "release_communicators"]
+__all__ = ["MpiCommunicator", "gather_shards", "mpi_endpoints", "release_communicators"]
 
 _OPS = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
 # a bool buffer reduces as bytes: sum and max are "or", min is "and"
@@ -279,6 +279,16 @@ def mpi_endpoints(devices):
             group.Free()
         endpoint = _COMMS[key] = MpiCommunicator(comm)
     return {devices[owners.index(me)]: endpoint}
+
+
+def gather_shards(devices, shards):
+    """(n, *S) on the host: the stack of an array's n shards over `devices` (global devices
+    of distinct processes, as for `mpi_endpoints`), `shards[i]` the buffer on devices[i]
+    where this process owns it (None elsewhere). An allgather over the devices' processes,
+    through the communicator of a pmap over them: every one of them must call it."""
+    (device, endpoint), = mpi_endpoints(devices).items()
+    mine = device.backend.to_numpy(shards[list(devices).index(device)])
+    return endpoint.allgather(mine)
 
 
 def release_communicators():

@@ -97,3 +97,46 @@ def test_a_divergent_pmap_raises_on_both_processes_instead_of_hanging(launch_scr
         assert f"--- rank {rank}" in out and f"+++ rank {other}" in out, run
         assert "psum" in out and "all_gather" in out, run
     assert "failed first: CollectiveError" in run.stderr, run
+
+
+def test_a_mapped_result_across_processes_reads_whole_on_every_rank_and_feeds_back_in_place(
+        launch_script):
+    run = launch_script("""
+        import numpy as np
+        import mytorch as mt
+        import mytorch.numpy as mnp
+        from mytorch import lax
+        import mytorch.distributed as dist
+
+        dist.initialize()
+        devices = mt.devices()
+        me = mt.process_index()
+        x = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+        f = mt.pmap(lambda v: mnp.sin(v) * (lax.axis_index("i") + 1), "i", devices=devices)
+        want = np.sin(x) * np.arange(1, 3, dtype=np.float32)[:, None, None]
+
+        y = f(x)
+        assert y.shape == (2, 3, 4) and not y.is_gathered()
+        assert [s.device for s in y.shards] == [mt.local_devices()[0]]
+        # fed back to the same pmap, the shards are read in place: nothing is gathered
+        z = f(y)
+        assert not y.is_gathered() and not z.is_gathered()
+        np.testing.assert_allclose(np.asarray(z), np.sin(want) * [[[1]], [[2]]], rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(y), want, rtol=1e-6)  # the whole, on every rank
+        assert y.is_gathered()
+        np.testing.assert_allclose(np.asarray(y[1, 2]), want[1, 2], rtol=1e-6)
+        np.testing.assert_allclose(mt.device_get({"y": y})["y"], want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(mnp.sum(y, axis=0)), want.sum(0), rtol=1e-6)
+
+        # indexing first, then an eager op: each gathers its own array
+        w = f(x)
+        np.testing.assert_allclose(np.asarray(w[0]), want[0], rtol=1e-6)
+        v = f(x)
+        np.testing.assert_allclose(np.asarray(v * 2), want * 2, rtol=1e-6)
+        # out_axes=1: the device axis moved by an eager op, which gathers
+        u = mt.pmap(lambda v: v + 1, "i", devices=devices, out_axes=1)(x)
+        np.testing.assert_array_equal(np.asarray(u), np.moveaxis(x + 1, 0, 1))
+        print("ok", me)
+    """, timeout=30)
+    assert run.returncode == 0, run
+    assert run.lines(0)[-1] == "ok 0" and run.lines(1)[-1] == "ok 1", run
