@@ -382,7 +382,9 @@ def machine_description():
     except AttributeError:
         pinned = None
     lines = [f"- CPU: {cpu}, {os.cpu_count()} logical cores; this process runs on "
-             f"{'cores ' + ','.join(map(str, pinned)) if pinned else 'all cores'}",
+             f"{'cores ' + ','.join(map(str, pinned)) if pinned else 'all cores'}"
+             + (f" (workloads running replicas: cores {','.join(map(str, sorted(ALLOWED_CORES)))})"
+                if ALLOWED_CORES and pinned and set(ALLOWED_CORES) != set(pinned) else ""),
              f"- Python {platform.python_version()}, NumPy {np.__version__} "
              f"(BLAS: {_blas_name(np)})"]
     for mod in ("jax", "jaxlib", "torch"):
