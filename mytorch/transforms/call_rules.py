@@ -10,7 +10,7 @@ itself one call (compiled, for `jit`). What differs between call primitives is p
         the params of a new call of `jaxpr`; `role` says which rule makes it: "jvp",
         "known", "staged", "transpose", "vmap" or "dce" (jit derives its name and resets
         donation; checkpoint keeps its policy; pmap its axis). `operands` and `results`
-        give the origin of each of the new call's operands and results (see `origins`
+        give the origin of each of the new call's operands and results (see "Origins"
         below), so params with one entry per operand or result (pmap's mapped flags,
         donation) can be derived.
     saveable(params) -> policy
