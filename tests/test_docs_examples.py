@@ -10,8 +10,10 @@ import re
 
 import pytest
 
+import mytorch as mt
+
 DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["tutorial.md", "coming_from_jax.md", "coming_from_pytorch.md", "pmap.md"]
+PAGES = ["tutorial.md", "coming_from_jax.md", "coming_from_pytorch.md", "pmap.md", "moe.md"]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 SKIP = "# not run"
 
@@ -35,13 +37,16 @@ def test_page_blocks_run_in_order(page, tmp_path, monkeypatch):
     run = [(line, src) for line, src in found if not src.lstrip().startswith(SKIP)]
     assert len(run) >= 3, f"{page}: expected runnable python blocks, found {len(run)}"
     namespace = {"__name__": f"docs_{page[:-3]}"}
-    for line, src in run:
-        # padded so that tracebacks give the line numbers of the page itself
-        code = compile("\n" * (line - 1) + src, str(DOCS / page), "exec")
-        try:
-            exec(code, namespace)  # noqa: S102 (the project's own documentation)
-        except Exception as e:
-            raise AssertionError(f"{page}: the block at line {line} failed: {e!r}") from e
+    # pages may set options (pmap's the number of virtual devices): restored afterwards
+    with mt.config.override(**dict(mt.config.values())):
+        for line, src in run:
+            # padded so that tracebacks give the line numbers of the page itself
+            code = compile("\n" * (line - 1) + src, str(DOCS / page), "exec")
+            try:
+                exec(code, namespace)  # noqa: S102 (the project's own documentation)
+            except Exception as e:
+                raise AssertionError(f"{page}: the block at line {line} failed: {e!r}") \
+                    from e
 
 
 @pytest.mark.parametrize("page", PAGES)
