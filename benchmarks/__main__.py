@@ -7,6 +7,8 @@ Every library runs on one thread: the thread variables of OpenMP / OpenBLAS / MK
 to 1 and XLA is told not to use its Eigen thread pool before anything imports NumPy, JAX
 or PyTorch, torch.set_num_threads(1) is called, and the process is pinned to one core
 (XLA's CPU runtime still starts worker threads; on one core they cannot run in parallel).
+Workloads whose replicas run in parallel (W10, W11) run on every core the process
+started with, and the pinning is restored after them.
 """
 
 import os
