@@ -35,32 +35,12 @@ import numpy as np  # noqa: E402  (after the thread settings)
 import mytorch as mt  # noqa: E402
 import mytorch.numpy as mnp  # noqa: E402
 from mytorch import lax, nn, optim, tree_util  # noqa: E402
+from gpt_char import CausalSelfAttention, batches, load_text  # noqa: E402  (examples/)
 
 AXIS = "expert"
 
 
 # ---- model --------------------------------------------------------------------------------
-
-class CausalSelfAttention(nn.Module):
-    """x f32[batch, seq, dim] -> f32[batch, seq, dim]: causal multi-head self-attention."""
-
-    qkv: nn.Linear
-    proj: nn.Linear
-    heads: int = nn.field(static=True)
-
-    def __init__(self, dim, heads, *, key):
-        k1, k2 = mt.random.split(key)
-        self.qkv = nn.Linear(dim, 3 * dim, key=k1)
-        self.proj = nn.Linear(dim, dim, key=k2)
-        self.heads = heads
-
-    def __call__(self, x):
-        b, t, d = x.shape
-        q, k, v = mnp.split(self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads), 3,
-                            axis=2)
-        out = nn.dot_product_attention(q[:, :, 0], k[:, :, 0], v[:, :, 0], is_causal=True)
-        return self.proj(out.reshape(b, t, d))
-
 
 class MoEBlock(nn.Module):
     """x + attn(ln(x)), then x + moe(ln(x)); returns the MoE layer's statistics too."""
@@ -109,22 +89,6 @@ class MoEGPT(nn.Module):
             x, aux = block(x)
             stats.append(aux)
         return self.ln(x) @ self.tok.weight.T, stats
-
-
-# ---- data ---------------------------------------------------------------------------------
-
-def load_text():
-    """The help topics of the Python reference, joined in sorted order of their names."""
-    from pydoc_data.topics import topics
-
-    return "".join(topics[name] for name in sorted(topics))
-
-
-def batches(ids, key, batch, context):
-    """A random batch of (inputs i32[batch, context], targets i32[batch, context])."""
-    starts = np.asarray(mt.random.randint(key, (batch,), 0, len(ids) - context - 1))
-    chunk = ids[starts[:, None] + np.arange(context + 1)]
-    return chunk[:, :-1], chunk[:, 1:]
 
 
 # ---- expert-parallel training -------------------------------------------------------------

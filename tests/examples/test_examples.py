@@ -2,6 +2,7 @@
 stated metrics; the notebook executes cell by cell."""
 
 import importlib.util
+import sys
 import json
 import pathlib
 
@@ -14,6 +15,10 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(name):
+    """The example `name` as a module, imported as `python examples/<name>.py` runs it: with
+    the examples folder on the path (an example may import another's pieces)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
