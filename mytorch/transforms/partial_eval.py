@@ -131,12 +131,11 @@ def partial_eval_jaxpr(jaxpr, in_unknowns, saveable):
     return known, staged, out_unknowns, len(residuals)
 
 
-def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
-    """The "partial_eval_jaxpr" rule of a call primitive whose `param` holds a constant-free
-    jaxpr: (known equation, staged equation, output-unknown flags). The known equation
-    also returns the residuals the staged one reads first. `extra(params, n_operands,
-    role)`, role "known" or "staged", fixes up params that depend on the operands (e.g.
-    jit's donation flags)."""
+def split_call_eqn(eqn, unknowns, policy, param="jaxpr"):
+    """The split of a call equation whose `param` holds a constant-free jaxpr: (known
+    equation, staged equation, output-unknown flags). The known equation also returns the
+    residuals the staged one reads first; both keep the other params as they are (the
+    call-rule toolkit rebinds them)."""
     from mytorch.core.jaxpr import Jaxpr, Var
 
     params = eqn.params
@@ -159,9 +158,6 @@ def split_call_eqn(eqn, unknowns, policy, param="jaxpr", extra=None):
                       [*known.outvars[:n_out], *inner], known.debug_name)
     staged_in = res + [v for v, u in zip(eqn.invars, unknowns) if u]
     known_params, staged_params = dict(params, **{param: known}), dict(params, **{param: staged})
-    if extra is not None:
-        known_params = extra(known_params, len(known_in), "known")
-        staged_params = extra(staged_params, len(staged_in), "staged")
     known_eqn = eqn.replace(
         invars=known_in, outvars=[v for v, u in zip(eqn.outvars, outs_unknown) if not u] + fresh,
         params=known_params)
