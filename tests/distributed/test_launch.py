@@ -1,6 +1,7 @@
 """The launcher (`python -m mytorch.distributed.launch`): output prefixed by rank, exit
 status propagation, and fail-fast: the first failed rank is named and the others stopped."""
 
+import os
 import subprocess
 import sys
 
@@ -108,3 +109,27 @@ def test_command_line_usage_errors():
     done = subprocess.run([sys.executable, "-m", "mytorch.distributed", "--help"],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "-n NUM_PROCESSES" in done.stdout
+
+
+def test_each_rank_gets_its_share_of_the_cores_unless_the_user_set_it(monkeypatch):
+    monkeypatch.setattr(launch.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3},
+                        raising=False)
+    assert launch.thread_limits({}, 2) == {"OMP_NUM_THREADS": "2",
+                                           "OPENBLAS_NUM_THREADS": "2",
+                                           "MKL_NUM_THREADS": "2"}
+    assert launch.thread_limits({}, 8)["OPENBLAS_NUM_THREADS"] == "1"  # at least one
+    mine = launch.thread_limits({"OPENBLAS_NUM_THREADS": "3"}, 2)
+    assert "OPENBLAS_NUM_THREADS" not in mine and mine["OMP_NUM_THREADS"] == "2"
+
+
+def test_the_ranks_see_their_thread_limits(launch_script, monkeypatch):
+    for name in launch._THREAD_VARS:
+        monkeypatch.delenv(name, raising=False)
+    run = launch_script("""
+        import os
+        print("threads", os.environ["OPENBLAS_NUM_THREADS"], os.environ["OMP_NUM_THREADS"])
+    """)
+    share = str(max(1, len(os.sched_getaffinity(0)) // 2))
+    assert run.returncode == 0, run
+    for rank in (0, 1):
+        assert run.lines(rank) == [f"threads {share} {share}"], run
