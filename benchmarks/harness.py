@@ -74,7 +74,9 @@ class Row:
 class Workload:
     """A benchmark: contenders, the NumPy reference result, rows and notes. `all_cores`:
     its contenders run replicas in parallel (threads or processes), so the harness lifts
-    the one-core pinning while it runs (see ALLOWED_CORES)."""
+    the one-core pinning while it runs (see ALLOWED_CORES). `min_sample_s`, if set, is the
+    shortest sample of every contender (several calls back to back, as a training loop
+    runs its steps), where the settings' default would time single calls."""
 
     key: str
     title: str
@@ -85,6 +87,7 @@ class Workload:
     rtol: float = 1e-4
     atol: float = 1e-5
     all_cores: bool = False
+    min_sample_s: float = None
 
 
 # The cores the process may run on before `python -m benchmarks` pinned it to one; a
@@ -279,6 +282,8 @@ def measure_group(contenders, workload, settings):
 def run_workload(workload, settings, log=None):
     """Measure every group of a workload; returns {contender name: Outcome}."""
     pinned = _unpin() if workload.all_cores else None
+    if workload.min_sample_s is not None and settings.min_sample_s < workload.min_sample_s:
+        settings = dataclasses.replace(settings, min_sample_s=workload.min_sample_s)
     try:
         return _run_groups(workload, settings, log)
     finally:

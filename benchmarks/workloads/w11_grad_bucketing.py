@@ -154,7 +154,7 @@ def build(size="full", libs=None):
     if "mytorch" in _libs.selected(libs):
         contenders += _pmap_contenders(size, s["replicas"], label, rows, notes)
     return Workload(KEY, TITLE, contenders, numpy_mean_grads(params, xs, ys), rows,
-                    notes=notes, all_cores=True)
+                    notes=notes, all_cores=True, min_sample_s=0.05)
 
 
 def _pmap_contenders(size, n, label, rows, notes):

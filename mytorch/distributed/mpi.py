@@ -13,6 +13,7 @@ mpi4py is imported only here, and this module only once a run is initialized.
 import difflib
 import hashlib
 import sys
+import os
 import time
 
 import numpy as np
@@ -29,9 +30,10 @@ _OPS = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
 # a bool buffer reduces as bytes: sum and max are "or", min is "and"
 _BOOL_OPS = {"sum": MPI.MAX, "max": MPI.MAX, "min": MPI.MIN}
 _PERMUTE_TAG = 7001
-# polling: spin this long before sleeping between tests (a short collective completes in
-# microseconds), then sleep at most _MAX_SLEEP_S between tests
-_SPIN_S, _MAX_SLEEP_S = 0.002, 0.002
+# polling: for _SPIN_S, test again as soon as the OS has let others run (a peer still
+# computing its half of a step arrives within milliseconds, and MPI progresses only
+# while tested); then sleep at most _MAX_SLEEP_S between tests
+_SPIN_S, _MAX_SLEEP_S = 0.05, 0.001
 
 
 def _contiguous(x):
@@ -217,6 +219,8 @@ class MpiCommunicator(Communicator):
             if waited > _SPIN_S:
                 sleep = min(_MAX_SLEEP_S, sleep * 1.5 + 1e-5)
                 time.sleep(sleep)
+            else:
+                os.sched_yield()
 
     def _timed_out(self, what, timeout):
         """The collective `what` did not complete in `timeout` s: raise, or report and
