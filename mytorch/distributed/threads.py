@@ -1,21 +1,24 @@
 """Replicas on threads of one process: `ThreadGroup(size)` gives one `Communicator` per rank.
 
-The ranks of a group share a list of slots (one per rank) and one reusable barrier. Every
-collective is two barrier waits:
+The ranks of a group share two lists of slots (one slot per rank each, used by alternate
+collectives) and one reusable barrier. A collective on a small buffer is one barrier wait:
 
-    post:    rank r puts its operand (and, for allreduce, its result buffer) in slot r
-    wait A:  every operand is posted
-    compute: rank r reads the slots it needs and writes only its own result (allreduce of a
-             large buffer: rank r reduces its share of the elements and writes it into every
-             rank's result, so each element is reduced once)
-    wait B:  every rank is done reading: the slots may be posted again
+    post:    rank r puts a copy of its operand in its slot of this collective's list
+    wait:    every operand is posted
+    compute: rank r reads the slots it needs and makes its own result
 
-so nothing is copied beyond what the collective's result needs. A wait that does not
-complete within `collective_timeout()` seconds breaks the barrier for everyone; a replica
-that raises calls `fail(exc)` (pmap does), which breaks it as well. Either way every rank
-waiting, or arriving later, raises `CollectiveError` naming itself, the collective and
-the rank that failed first (or the ranks that never arrived). `reset()` makes a broken
-group usable again once every rank has returned.
+The next collective posts into the other list, and the one after that can only post into
+this list again once every rank has passed the next wait, that is, has finished reading
+here. The copy is what makes one wait enough: the caller may overwrite its operand as
+soon as the collective returns, while another rank still reads it. A collective on a
+large buffer posts the operand itself (no copy) and waits a second time, after computing,
+until every rank is done reading (allreduce of a large buffer: rank r reduces its share
+of the elements and writes it into every rank's result, so each element is reduced
+once). A wait that does not complete within `collective_timeout()` seconds breaks the
+barrier for everyone; a replica that raises calls `fail(exc)` (pmap does), which breaks it
+as well. Either way every rank waiting, or arriving later, raises `CollectiveError`
+naming itself, the collective and the rank that failed first (or the ranks that never
+arrived). `reset()` makes a broken group usable again once every rank has returned.
 """
 
 import difflib
@@ -28,8 +31,9 @@ from mytorch.errors import CollectiveError
 
 __all__ = ["ThreadGroup", "ThreadCommunicator"]
 
-# allreduce of buffers with fewer elements than this: each rank reduces all of them itself
-# (splitting them among the ranks costs more in Python than it saves)
+# buffers with fewer elements than this are copied when posted (one barrier wait per
+# collective), and in allreduce each rank reduces all of them itself (splitting them among
+# the ranks costs more in Python than it saves)
 _SPLIT_ABOVE = 1 << 15
 _REDUCERS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 
@@ -42,7 +46,7 @@ class ThreadGroup:
         if type(size) is not int or size < 1:
             raise ValueError(f"ThreadGroup: size must be a positive int, got {size!r}")
         self.size = size
-        self.slots = [None] * size
+        self.slots = [[None] * size, [None] * size]  # alternate collectives use alternate lists
         self.barrier = threading.Barrier(size)
         self.lock = threading.Lock()
         self.failure = None  # (rank, reason) of the first failure, until reset()
@@ -61,7 +65,7 @@ class ThreadGroup:
         """Make the group usable again after a failure (every rank must have returned)."""
         with self.lock:
             self.failure = None
-            self.slots = [None] * self.size
+            self.slots = [[None] * self.size, [None] * self.size]
             self.progress = [0] * self.size
             self.barrier.reset()
 
@@ -98,21 +102,29 @@ class ThreadCommunicator(Communicator):
             raise CollectiveError(f"rank {self.rank}: {name} (collective "
                                   f"#{g.progress[self.rank]}) failed{who}{what}") from None
 
-    def _exchange(self, name, posted, compute):
-        """Post `posted`, wait for every rank, return `compute(slots)`, wait again."""
+    def _exchange(self, name, posted, compute, owned=True):
+        """Post `posted`, wait for every rank and return `compute(slots)`. `owned`: no rank
+        changes what it posted once the collective returns (a copy, or a value nobody
+        writes), so one wait is enough; otherwise wait again until every rank has read."""
         g = self.group
+        slots = g.slots[g.progress[self.rank] % 2]
         g.progress[self.rank] += 1
-        g.slots[self.rank] = posted
+        slots[self.rank] = posted
         self._wait(name)
         try:
-            result = compute(g.slots)
+            result = compute(slots)
         except Exception as e:
             self.fail(e)
             raise CollectiveError(f"rank {self.rank}: {name} failed: "
                                   f"{type(e).__name__}: {e}") from e
-        self._wait(name)
-        g.slots[self.rank] = None
+        if not owned:
+            self._wait(name)
         return result
+
+    def _post(self, x):
+        """(what to post of operand `x`, whether it is the collective's own): a copy of a
+        small buffer, the buffer itself otherwise."""
+        return (x.copy(), True) if x.size < _SPLIT_ABOVE else (x, False)
 
     # ---- the collectives ---------------------------------------------------------------------
     def allreduce(self, x, op):
@@ -129,7 +141,7 @@ class ThreadCommunicator(Communicator):
                     ufunc(out, s, out=out)
                 return out
 
-            return self._exchange(f"allreduce({op})", (x, out), compute)
+            return self._exchange(f"allreduce({op})", (x.copy(), out), compute)
         flat = np.ascontiguousarray(x).reshape(-1)
         lo = self.rank * flat.size // self.size
         hi = (self.rank + 1) * flat.size // self.size
@@ -144,14 +156,15 @@ class ThreadCommunicator(Communicator):
                     o.reshape(-1)[lo:hi] = mine
             return out
 
-        return self._exchange(f"allreduce({op})", (flat, out), compute_share)
+        return self._exchange(f"allreduce({op})", (flat, out), compute_share, owned=False)
 
     def allgather(self, x):
         """(size, *x.shape): rank r's x at index r."""
         x = np.asarray(x)
         if self.size == 1:
             return x[None].copy()
-        return self._exchange("allgather", x, np.stack)
+        posted, owned = self._post(x)
+        return self._exchange("allgather", posted, np.stack, owned)
 
     def reduce_scatter(self, x, op):
         """x of shape (size, *S) on every rank: rank r gets the `op` over ranks of x[r]."""
@@ -166,7 +179,8 @@ class ThreadCommunicator(Communicator):
                 ufunc(out, s[r], out=out)
             return out
 
-        return self._exchange(f"reduce_scatter({op})", x, compute)
+        posted, owned = self._post(x)
+        return self._exchange(f"reduce_scatter({op})", posted, compute, owned)
 
     def all_to_all(self, x):
         """x of shape (size, *S): block j goes to rank j; the result's block j is what
@@ -175,7 +189,9 @@ class ThreadCommunicator(Communicator):
         _leading("all_to_all", x, self.size)
         if self.size == 1:
             return x.copy()
-        return self._exchange("all_to_all", x, lambda slots: np.stack([s[r] for s in slots]))
+        posted, owned = self._post(x)
+        return self._exchange("all_to_all", posted,
+                              lambda slots: np.stack([s[r] for s in slots]), owned)
 
     def permute(self, x, pairs):
         """The x of the rank that `pairs` ((source, destination), ...) sends here, or
@@ -188,7 +204,8 @@ class ThreadCommunicator(Communicator):
         def compute(slots):
             return slots[source].copy() if source is not None else np.zeros_like(x)
 
-        return self._exchange("permute", x, compute)
+        posted, owned = self._post(x)
+        return self._exchange("permute", posted, compute, owned)
 
     def barrier(self):
         """Return once every rank has called it."""

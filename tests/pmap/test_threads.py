@@ -82,6 +82,32 @@ def test_many_collectives_in_a_row_reuse_the_slots():
         np.testing.assert_allclose(o, np.mean(xs, axis=0), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(64, 64), (300, 200)])  # one wait (copied); two waits
+def test_an_operand_overwritten_right_after_the_collective_is_not_read(shape):
+    """A rank may reuse its operand's buffer as soon as a collective returns (compiled code
+    does) while the others still read: every result is still the one of the operands as
+    posted."""
+    size, rounds = 3, 40
+    xs = data(size, shape)
+
+    def fn(c):
+        buf, got = xs[c.rank].copy(), []
+        for k in range(rounds):
+            buf[...] = xs[c.rank] + k
+            got.append((c.allgather(buf), c.allreduce(buf, "sum"),
+                        c.all_to_all(buf[:size])))
+            buf[...] = np.nan  # overwritten at once, as a recycled buffer would be
+        return got
+
+    outs = run_ranks(size, fn)
+    for r, got in enumerate(outs):
+        for k, (gathered, summed, exchanged) in enumerate(got):
+            posted = [x + k for x in xs]
+            np.testing.assert_array_equal(gathered, np.stack(posted))
+            np.testing.assert_allclose(summed, np.sum(posted, axis=0), rtol=1e-5)
+            np.testing.assert_array_equal(exchanged, np.stack([p[r] for p in posted]))
+
+
 def test_timeout_names_rank_and_collective(monkeypatch):
     monkeypatch.setenv("MYTORCH_COLLECTIVE_TIMEOUT", "0.3")
 
