@@ -302,3 +302,20 @@ def test_mnist_example_script_reads_the_summary_line():
     assert match.groups() == ("98.89", "880", "2.7")
     with pytest.raises(SystemExit, match="unknown library"):
         mnist_example.main(["--libs", "mytorch,flax"])
+
+
+@pytest.mark.mpi
+def test_data_parallel_loop_prints_both_ratios(capsys):
+    """benchmarks/data_parallel_loop.py runs the W10 step in a loop on threads and on 2 MPI
+    processes (through the launcher) and prints each ratio to one device."""
+    pytest.importorskip("mpi4py")
+    if __import__("shutil").which("mpiexec") is None:
+        pytest.skip("no mpiexec on PATH")
+    from benchmarks import data_parallel_loop
+
+    data_parallel_loop.main(["--rounds", "2"])
+    out = capsys.readouterr().out
+    for row in ("pmap, 2 virtual CPU devices (threads)", "pmap, 2 MPI processes"):
+        line = next(ln for ln in out.splitlines() if row in ln)
+        ratio = float(line.rstrip(" |").split("|")[-1].strip().rstrip("x"))
+        assert 0 < ratio < 10, line
