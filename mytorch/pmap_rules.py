@@ -43,7 +43,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import ArrayImpl, DonatedBuffer
 from mytorch.core.backend import CompileOptions
 from mytorch.core.config import config
-from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
+from mytorch.core.jaxpr import ClosedJaxpr, sub_jaxprs
 from mytorch.core.primitive import Primitive
 from mytorch.core.sharded import ShardedArray, sharded_aval
 from mytorch.core.source_info import user_error
@@ -272,11 +272,8 @@ def _inner_axes(jaxpr):
                 axis = (eqn.params["axis_name"], eqn.params["axis_size"])
                 if axis not in found:
                     found.append(axis)
-            for p in eqn.params.values():
-                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
-                    inner = getattr(sub, "jaxpr", sub)
-                    if isinstance(inner, Jaxpr):
-                        walk(inner)
+            for sub in sub_jaxprs(eqn.params):
+                walk(getattr(sub, "jaxpr", sub))
 
     walk(jaxpr)
     return found
@@ -339,11 +336,8 @@ def schedule_of(jaxpr):
                 extra = {k: v for k, v in eqn.params.items() if k != "axis_name"}
                 lines.append(f"{eqn.primitive.name}[{eqn.params['axis_name']}]({ins}) "
                              f"{extra}")
-            for p in eqn.params.values():
-                for sub in (p if isinstance(p, (tuple, list)) else (p,)):
-                    inner = getattr(sub, "jaxpr", sub)
-                    if isinstance(inner, Jaxpr):
-                        walk(inner)
+            for sub in sub_jaxprs(eqn.params):
+                walk(getattr(sub, "jaxpr", sub))
 
     walk(jaxpr)
     return lines
