@@ -21,6 +21,7 @@ from mytorch.lax.convolution import *  # noqa: F401,F403
 from mytorch.lax.parallel import *  # noqa: F401,F403
 from mytorch.lax.prng import *  # noqa: F401,F403
 from mytorch.lax.attention import *  # noqa: F401,F403
+from mytorch.lax import linalg  # noqa: F401  (a namespace, as jax.lax.linalg)
 
 from mytorch.lax import elementwise_rules as _elementwise_rules  # noqa: F401,E402
 from mytorch.core import ad_util as _ad_util  # noqa: F401,E402  (add_any, zeros)
@@ -32,6 +33,7 @@ from mytorch.lax import structural_rules as _structural_rules  # noqa: F401,E402
 from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402
 from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
 from mytorch.lax import attention_rules as _attention_rules  # noqa: F401,E402
+from mytorch.lax import linalg_rules as _linalg_rules  # noqa: F401,E402
 from mytorch.lax.cond import cond, switch  # noqa: F401,E402
 from mytorch.lax.loops import fori_loop, map, scan  # noqa: F401,E402
 from mytorch.lax.while_loop import while_loop  # noqa: F401,E402

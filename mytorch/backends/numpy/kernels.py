@@ -11,6 +11,7 @@ from mytorch.backends.numpy import (  # noqa: F401
     dot,
     elementwise,
     indexing,
+    linalg,
     prng,
     reductions,
     sorting,

@@ -1,0 +1,138 @@
+"""NumPy kernels of the linear-algebra primitives (mytorch/lax/linalg.py).
+
+cholesky, qr, eigh and svd call numpy.linalg (LAPACK), which works on whole stacks of
+matrices. NumPy has no triangular solve, LU or tridiagonal solver, so:
+
+- triangular_solve masks a to its triangle (and unit diagonal) and calls
+  numpy.linalg.solve; a singular triangle (a zero on the diagonal), which LAPACK's solve
+  rejects, is solved by substitution instead, giving the infs/NaNs of a triangular solver.
+- lu is Doolittle elimination with partial pivoting (LAPACK getrf's pivots: the largest
+  magnitude in the column, the first on ties), one Python step per column over the whole
+  stack; a zero pivot column is left unscaled, as getrf does.
+- tridiagonal_solve is the Thomas algorithm (no pivoting, as cuSPARSE's gtsv2_nopivot):
+  one forward and one backward sweep over the rows, vectorised over batch and columns; it
+  is exact for the diagonally dominant or positive-definite systems it is meant for.
+"""
+
+import numpy as np
+
+from mytorch.backends.numpy import numpy_backend
+from mytorch.lax import linalg as la
+
+
+def _mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+@numpy_backend.register(la.cholesky_p)
+def _cholesky(x):
+    lower = np.tril(x)  # LAPACK reads one triangle: make that explicit for NumPy's call
+    sym = lower + _mT(np.tril(x, -1))
+    try:
+        return np.linalg.cholesky(sym).astype(x.dtype, copy=False)
+    except np.linalg.LinAlgError:
+        pass
+    # some matrix of the stack is not positive definite: NaNs for those only, as JAX
+    flat = sym.reshape(-1, *x.shape[-2:])
+    out = np.full_like(flat, np.nan)
+    for i, m in enumerate(flat):
+        try:
+            out[i] = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            pass
+    return out.reshape(x.shape)
+
+
+def _substitute(a, b, lower):
+    """x with a x = b for triangular a (..., n, n), b (..., n, k), row by row."""
+    n = a.shape[-1]
+    x = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    rows = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(all="ignore"):
+        for i in rows:
+            acc = np.einsum("...j,...jk->...k", a[..., i, :], x)
+            x[..., i, :] = (b[..., i, :] - acc) / a[..., i, i, None]
+    return x
+
+
+@numpy_backend.register(la.triangular_solve_p)
+def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        n = a.shape[-1]
+        tri = tri.copy()
+        tri[..., np.arange(n), np.arange(n)] = 1
+    if transpose_a:
+        tri, lower = _mT(tri), not lower
+    # x op(a) = b  <=>  op(a)ᵀ xᵀ = bᵀ
+    if not left_side:
+        tri, lower, b = _mT(tri), not lower, _mT(b)
+    try:
+        x = np.linalg.solve(tri, b)
+    except np.linalg.LinAlgError:
+        x = _substitute(tri, b, lower)
+    if not left_side:
+        x = _mT(x)
+    return np.ascontiguousarray(x, dtype=b.dtype)
+
+
+@numpy_backend.register(la.lu_p)
+def _lu(x):
+    *batch, m, n = x.shape
+    k = min(m, n)
+    a = x.reshape(-1, m, n).copy()
+    nb = a.shape[0]
+    rows = np.arange(nb)
+    pivots = np.zeros((nb, k), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+            pivots[:, j] = p
+            # swap rows j and p of every matrix (and of the permutation)
+            a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
+            perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+            piv = a[:, j, j]
+            scale = np.where(piv == 0, 1, piv)
+            a[:, j + 1:, j] /= scale[:, None]
+            a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
+    return [a.reshape(x.shape), pivots.reshape(*batch, k), perm.reshape(*batch, m)]
+
+
+@numpy_backend.register(la.qr_p)
+def _qr(x, *, full_matrices):
+    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+@numpy_backend.register(la.eigh_p)
+def _eigh(x, *, lower):
+    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    return [v.astype(x.dtype, copy=False), w.astype(x.dtype, copy=False)]
+
+
+@numpy_backend.register(la.svd_p)
+def _svd(x, *, full_matrices, compute_uv):
+    if not compute_uv:
+        return [np.linalg.svd(x, compute_uv=False).astype(x.dtype, copy=False)]
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    return [s.astype(x.dtype, copy=False), u.astype(x.dtype, copy=False),
+            vh.astype(x.dtype, copy=False)]
+
+
+@numpy_backend.register(la.tridiagonal_solve_p)
+def _tridiagonal_solve(dl, d, du, b):
+    m = d.shape[-1]
+    c = np.zeros_like(d)  # the modified super-diagonal
+    y = np.array(b, copy=True)  # becomes the modified right-hand side, then x
+    with np.errstate(all="ignore"):
+        denom = d[..., 0]
+        c[..., 0] = du[..., 0] / denom
+        y[..., 0, :] /= denom[..., None]
+        for i in range(1, m):
+            denom = d[..., i] - dl[..., i] * c[..., i - 1]
+            c[..., i] = du[..., i] / denom
+            y[..., i, :] = (y[..., i, :] - dl[..., i, None] * y[..., i - 1, :]) / denom[..., None]
+        for i in range(m - 2, -1, -1):
+            y[..., i, :] -= c[..., i, None] * y[..., i + 1, :]
+    return y

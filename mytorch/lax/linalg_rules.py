@@ -1,0 +1,350 @@
+"""Derivative, transpose and batching rules of the linear-algebra primitives (linalg.py).
+
+The JVPs are JAX's matrix-calculus rules, written with lax operations (so they
+differentiate again and transpose for reverse mode):
+
+- cholesky: L̇ = L Φ(L⁻¹ Ẋ L⁻ᵀ), Φ the lower triangle with its diagonal halved;
+- triangular_solve: linear in b (its transpose solves with op(a)ᵀ); in a,
+  ẋ = -op(a)⁻¹ op(ȧ) x (or -x op(ȧ) op(a)⁻¹ on the right), ȧ masked to a's triangle;
+- lu: with P A = L U, F = L⁻¹ P Ȧ U⁻¹, L̇ = L tril(F, -1) and U̇ = triu(F) U;
+- qr (reduced, m >= n): JAX's rule through R⁻¹;
+- eigh: ẇ = diag(Vᵀ Ȧ V), V̇ = V (F ∘ Vᵀ Ȧ V) with F_ij = 1 / (w_j - w_i), and 0 where
+  the eigenvalues are equal (degenerate ones: their eigenvectors are not unique);
+- svd: JAX's rule (reduced matrices, or square full ones), 1/(s_j² - s_i²) zero where equal;
+- tridiagonal_solve: linear in b (its transpose solves with Aᵀ); in the diagonals
+  ẋ = -A⁻¹ (Ȧ x).
+
+Every primitive takes leading batch dimensions, so batching moves the mapped axis of
+every operand to the front (broadcasting unmapped ones) and binds the same primitive.
+"""
+
+import numpy as np
+
+from mytorch.core.ad_util import is_undefined
+from mytorch.core.trace import aval_of
+from mytorch.lax import elementwise as ew
+from mytorch.lax import linalg as la
+from mytorch.lax import structural as st
+from mytorch.lax._ad import Zero, zero_out
+from mytorch.lax._batching import bdim_at_front
+from mytorch.lax.dot import dot_general
+from mytorch.lax.precision import Precision
+from mytorch.lax.reductions import reduce_sum
+from mytorch.lax.sorting_rules import _take_along_axis
+
+
+# ---- matrix helpers (last two axes are the matrix, the rest batch) -----------------------
+def _mT(x):
+    n = aval_of(x).ndim
+    return st.transpose(x, (*range(n - 2), n - 1, n - 2))
+
+
+def _mm(a, b):
+    """a f[..., m, k] @ b f[..., k, n] with equal batch dims."""
+    n = aval_of(a).ndim
+    batch = tuple(range(n - 2))
+    return dot_general(a, b, (((n - 1,), (n - 2,)), (batch, batch)),
+                       precision=Precision.HIGHEST)
+
+
+def _band_mask(shape, lo, hi):
+    """Bool mask of `shape`: True where lo <= column - row <= hi (None: unbounded)."""
+    n = len(shape)
+    diff = ew.sub(st.broadcasted_iota(np.int32, shape, n - 1),
+                  st.broadcasted_iota(np.int32, shape, n - 2))
+    mask = None
+    if lo is not None:
+        mask = ew.ge(diff, np.int32(lo))
+    if hi is not None:
+        upper = ew.le(diff, np.int32(hi))
+        mask = upper if mask is None else ew.bitwise_and(mask, upper)
+    return mask
+
+
+def _tril(x, k=0):
+    """x with zeros above diagonal k."""
+    aval = aval_of(x)
+    return ew.select(_band_mask(aval.shape, None, k), x, st.full_like(x, 0))
+
+
+def _triu(x, k=0):
+    """x with zeros below diagonal k."""
+    aval = aval_of(x)
+    return ew.select(_band_mask(aval.shape, k, None), x, st.full_like(x, 0))
+
+
+def _eye_like(x):
+    """The identity broadcast to x's shape (square matrices), x's dtype."""
+    aval = aval_of(x)
+    return ew.convert_element_type(_band_mask(aval.shape, 0, 0), aval.dtype)
+
+
+def _diag_sum(x):
+    """f[..., n, n] -> f[..., n]: the diagonal."""
+    aval = aval_of(x)
+    return reduce_sum(ew.select(_band_mask(aval.shape, 0, 0), x, st.full_like(x, 0)),
+                      (aval.ndim - 1,))
+
+
+def _row(v):
+    """f[..., n] -> f[..., 1, n]."""
+    return st.expand_dims(v, (aval_of(v).ndim - 1,))
+
+
+def _col(v):
+    """f[..., n] -> f[..., n, 1]."""
+    return st.expand_dims(v, (aval_of(v).ndim,))
+
+
+def _safe_reciprocal(d):
+    """1 / d, and 0 where d == 0."""
+    zero = ew.eq(d, st.full_like(d, 0))
+    return ew.select(zero, st.full_like(d, 0), ew.div(st.full_like(d, 1),
+                                                       ew.select(zero, st.full_like(d, 1), d)))
+
+
+# ---- cholesky ----------------------------------------------------------------------------
+def _cholesky_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    L = la.cholesky_p.bind(x)
+    if type(t) is Zero:
+        return L, zero_out(L)
+    tmp = la.triangular_solve(L, t, left_side=False, transpose_a=True, lower=True)
+    inner = la.triangular_solve(L, tmp, left_side=True, lower=True)
+    phi = ew.sub(_tril(inner), ew.mul(ew.mul(inner, _eye_like(inner)), 0.5))
+    return L, _mm(L, phi)
+
+
+la.cholesky_p.def_jvp(_cholesky_jvp)
+
+
+# ---- triangular_solve --------------------------------------------------------------------
+def _triangular_solve_jvp(primals, tangents, **params):
+    a, b = primals
+    ta, tb = tangents
+    ans = la.triangular_solve_p.bind(a, b, **params)
+    out = Zero(aval_of(ans))
+    if type(tb) is not Zero:
+        out = la.triangular_solve_p.bind(a, tb, **params)
+    if type(ta) is not Zero:
+        m, n = aval_of(b).shape[-2:]
+        k = 1 if params["unit_diagonal"] else 0
+        g = _tril(ta, -k) if params["lower"] else _triu(ta, k)
+        g = ew.neg(g)
+        if params["transpose_a"]:
+            g = _mT(g)
+
+        def a_inverse(rhs):
+            return la.triangular_solve_p.bind(a, rhs, **params)
+
+        # solves cost about a product: order them for the smaller intermediate
+        if params["left_side"]:
+            term = a_inverse(_mm(g, ans)) if m > n else _mm(a_inverse(g), ans)
+        else:
+            term = a_inverse(_mm(ans, g)) if m < n else _mm(ans, a_inverse(g))
+        out = term if type(out) is Zero else ew.add(out, term)
+    return ans, out
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+    if is_undefined(a):
+        raise TypeError("triangular_solve: the matrix a of a linear solve must not be linear")
+    if type(ct) is Zero:
+        return [None, Zero(b.aval)]
+    return [None, la.triangular_solve_p.bind(
+        a, ct, left_side=left_side, lower=lower, transpose_a=not transpose_a,
+        conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
+
+
+la.triangular_solve_p.def_jvp(_triangular_solve_jvp)
+la.triangular_solve_p.def_transpose(_triangular_solve_transpose)
+
+
+# ---- lu ----------------------------------------------------------------------------------
+def _lu_jvp(primals, tangents):
+    (a,), (t,) = primals, tangents
+    lu, pivots, perm = la.lu_p.bind(a)
+    zeros = [zero_out(pivots), zero_out(perm)]
+    if type(t) is Zero:
+        return [lu, pivots, perm], [zero_out(lu), *zeros]
+    aval = aval_of(a)
+    *batch, m, n = aval.shape
+    k = min(m, n)
+    nb = len(batch)
+    rows = st.broadcast_in_dim(perm, aval.shape, (*range(nb), nb))
+    x = _take_along_axis(t, rows, nb)  # P ȧ
+    # L (m x m, unit lower) and U (n x n, upper, padded with the identity) from lu
+    zero = st.full((), 0, aval.dtype)
+    cfg = [(0, 0, 0)] * len(aval.shape)
+    l_part = st.slice(lu, (0,) * len(aval.shape), (*batch, m, k))
+    l_cfg = list(cfg)
+    l_cfg[-1] = (0, m - k, 0)
+    L = st.pad(_tril(l_part, -1), zero, l_cfg)
+    L = ew.add(L, _eye_like(L))
+    u_part = st.slice(lu, (0,) * len(aval.shape), (*batch, k, n))
+    u_cfg = list(cfg)
+    u_cfg[-2] = (0, n - k, 0)
+    U = st.pad(_triu(u_part), zero, u_cfg)
+    if n > k:
+        U = ew.add(U, _pad_identity(U, k))
+    la_ = la.triangular_solve(L, x, left_side=True, lower=True, unit_diagonal=True)
+    lau = la.triangular_solve(U, la_, left_side=False, lower=False)
+    l_dot = _mm(L, _tril(lau, -1))
+    u_dot = _mm(_triu(lau), U)
+    return [lu, pivots, perm], [ew.add(l_dot, u_dot), *zeros]
+
+
+def _pad_identity(U, k):
+    """U plus ones on the diagonal below row k (the rows padded in for a wide matrix)."""
+    shape = aval_of(U).shape
+    n = len(shape)
+    row = st.broadcasted_iota(np.int32, shape, n - 2)
+    diag = ew.bitwise_and(_band_mask(shape, 0, 0), ew.ge(row, np.int32(k)))
+    return ew.convert_element_type(diag, aval_of(U).dtype)
+
+
+la.lu_p.def_jvp(_lu_jvp)
+
+
+# ---- qr ----------------------------------------------------------------------------------
+def _qr_jvp(primals, tangents, *, full_matrices):
+    (x,), (t,) = primals, tangents
+    *_, m, n = aval_of(x).shape
+    if m < n or (full_matrices and m != n):
+        raise TypeError(f"qr: the derivative is defined for reduced decompositions of "
+                        f"matrices with m >= n (full_matrices=False), got an {m}x{n} matrix "
+                        f"with full_matrices={full_matrices}")
+    q, r = la.qr_p.bind(x, full_matrices=False)
+    if type(t) is Zero:
+        return [q, r], [zero_out(q), zero_out(r)]
+    dx_rinv = la.triangular_solve(r, t)  # dx r⁻¹ (a right-side solve)
+    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    lower = _tril(qt_dx_rinv, -1)
+    do = ew.sub(lower, _mT(lower))  # skew-symmetric
+    dq = ew.add(_mm(q, ew.sub(do, qt_dx_rinv)), dx_rinv)
+    dr = _mm(ew.sub(qt_dx_rinv, do), r)
+    return [q, r], [dq, dr]
+
+
+la.qr_p.def_jvp(_qr_jvp)
+
+
+# ---- eigh --------------------------------------------------------------------------------
+def _eigh_jvp(primals, tangents, *, lower):
+    (x,), (t,) = primals, tangents
+    v, w = la.eigh_p.bind(x, lower=lower)
+    if type(t) is Zero:
+        return [v, w], [zero_out(v), zero_out(w)]
+    F = _safe_reciprocal(ew.sub(_row(w), _col(w)))  # 1 / (w_j - w_i), 0 where equal
+    vt_t_v = _mm(_mm(_mT(v), t), v)
+    dv = _mm(v, ew.mul(F, vt_t_v))
+    dw = _diag_sum(vt_t_v)
+    return [v, w], [dv, dw]
+
+
+la.eigh_p.def_jvp(_eigh_jvp)
+
+
+# ---- svd ---------------------------------------------------------------------------------
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    (A,), (dA,) = primals, tangents
+    *_, m, n = aval_of(A).shape
+    if compute_uv and full_matrices and m != n:
+        raise TypeError(f"svd: the derivative of u and vh is defined for reduced "
+                        f"decompositions (full_matrices=False) or square matrices, got an "
+                        f"{m}x{n} matrix with full_matrices=True")
+    s, U, Vt = la.svd_p.bind(A, full_matrices=False, compute_uv=True)
+    outs = [s] if not compute_uv else [s, U, Vt]
+    if type(dA) is Zero:
+        return outs, [zero_out(o) for o in outs]
+    Ut, V = _mT(U), _mT(Vt)
+    s_row = _row(s)
+    dS = _mm(_mm(Ut, dA), V)
+    ds = _diag_sum(dS)
+    if not compute_uv:
+        return [s], [ds]
+    s_col = _col(s)
+    F = _safe_reciprocal(ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col)))
+    # the diagonal of F is 0 already (s_j² - s_i² = 0 there)
+    dSS = ew.mul(s_row, dS)
+    SdS = ew.mul(s_col, dS)
+    s_inv = _safe_reciprocal(s)
+    s_inv_mat = ew.mul(_eye_like(dS), _row(s_inv))
+    dUdV_diag = ew.mul(ew.mul(ew.sub(dS, _mT(dS)), 0.5), s_inv_mat)
+    dU = _mm(U, ew.add(ew.mul(F, ew.add(dSS, _mT(dSS))), dUdV_diag))
+    dV = _mm(V, ew.mul(F, ew.add(SdS, _mT(SdS))))
+    if m > n:
+        dAV = _mm(dA, V)
+        dU = ew.add(dU, ew.div(ew.sub(dAV, _mm(U, _mm(Ut, dAV))), s_row))
+    if n > m:
+        dAHU = _mm(_mT(dA), U)
+        dV = ew.add(dV, ew.div(ew.sub(dAHU, _mm(V, _mm(Vt, dAHU))), s_row))
+    return outs, [ds, dU, _mT(dV)]
+
+
+la.svd_p.def_jvp(_svd_jvp)
+
+
+# ---- tridiagonal_solve -------------------------------------------------------------------
+def _shift(v, by, axis):
+    """v shifted along `axis` by `by` (+1: v[i - 1] at i, -1: v[i + 1] at i), zero filled."""
+    aval = aval_of(v)
+    size = aval.shape[axis]
+    start, limit = [0] * aval.ndim, list(aval.shape)
+    cfg = [(0, 0, 0)] * aval.ndim
+    if by > 0:
+        limit[axis] = size - 1
+        cfg[axis] = (1, 0, 0)
+    else:
+        start[axis] = 1
+        cfg[axis] = (0, 1, 0)
+    return st.pad(st.slice(v, tuple(start), tuple(limit)), st.full((), 0, aval.dtype), cfg)
+
+
+def _tridiagonal_solve_jvp(primals, tangents):
+    dl, d, du, b = primals
+    tdl, td, tdu, tb = tangents
+    x = la.tridiagonal_solve_p.bind(dl, d, du, b)
+    rhs = None if type(tb) is Zero else tb
+    nd = aval_of(x).ndim
+    # (Ȧ x)_i = dl̇_i x_{i-1} + ḋ_i x_i + du̇_i x_{i+1}
+    for tv, shifted in ((tdl, lambda: _shift(x, 1, nd - 2)), (td, lambda: x),
+                        (tdu, lambda: _shift(x, -1, nd - 2))):
+        if type(tv) is Zero:
+            continue
+        term = ew.neg(ew.mul(_col(tv), shifted()))
+        rhs = term if rhs is None else ew.add(rhs, term)
+    if rhs is None:
+        return x, zero_out(x)
+    return x, la.tridiagonal_solve_p.bind(dl, d, du, rhs)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+    if any(is_undefined(v) for v in (dl, d, du)):
+        raise TypeError("tridiagonal_solve: the diagonals of a linear solve must not be "
+                        "linear")
+    if type(ct) is Zero:
+        return [None, None, None, Zero(b.aval)]
+    axis = aval_of(d).ndim - 1
+    # Aᵀ's sub-diagonal at i is du[i - 1], its super-diagonal at i is dl[i + 1]
+    dl_t, du_t = _shift(du, 1, axis), _shift(dl, -1, axis)
+    return [None, None, None, la.tridiagonal_solve_p.bind(dl_t, d, du_t, ct)]
+
+
+la.tridiagonal_solve_p.def_jvp(_tridiagonal_solve_jvp)
+la.tridiagonal_solve_p.def_transpose(_tridiagonal_solve_transpose)
+
+
+# ---- batching ----------------------------------------------------------------------------
+def _batch_at_front(prim):
+    def rule(axis, args, dims, **params):
+        xs = [bdim_at_front(x, d, axis.size) for x, d in zip(args, dims, strict=True)]
+        out = prim.bind(*xs, **params)
+        return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+    prim.def_batching(rule)
+
+
+for _prim in (la.cholesky_p, la.triangular_solve_p, la.lu_p, la.qr_p, la.eigh_p, la.svd_p,
+              la.tridiagonal_solve_p):
+    _batch_at_front(_prim)
