@@ -1,9 +1,11 @@
 """`mytorch.scipy`: SciPy-style functions over mytorch arrays (JAX's `jax.scipy`).
 
-    from mytorch.scipy import special
+    from mytorch.scipy import optimize, special, stats
     special.logsumexp(x, axis=-1)
+    stats.norm.logpdf(x, loc=0.0, scale=1.0)
+    optimize.minimize(f, x0, method="BFGS")
 """
 
-from mytorch.scipy import special
+from mytorch.scipy import optimize, special, stats
 
-__all__ = ["special"]
+__all__ = ["optimize", "special", "stats"]

@@ -1,0 +1,75 @@
+"""The multivariate normal distribution `N(mean, cov)` over the last axis of `x`."""
+
+import math
+
+import mytorch.numpy as mnp
+from mytorch.core.source_info import user_error
+from mytorch.core import dtypes
+from mytorch.numpy._promote import _convert_all, _result
+from mytorch.random import _linalg
+
+__all__ = ["logpdf", "pdf"]
+
+_LOG_TWO_PI = math.log(2 * math.pi)
+
+
+def _promote_inexact(*args):
+    """The arguments in one float dtype (integers to the default float), unbroadcast:
+    x, mean and cov have different ranks."""
+    dtype, weak = _result(args)
+    if dtype is not None and not dtypes.is_float(dtype):
+        dtype = dtypes.default_float()
+    return _convert_all(args, dtype, weak)
+
+
+def _lower_solve(low, b):
+    """`y` with `low @ y == b` by forward substitution: `low` `(..., n, n)` lower
+    triangular, `b` `(..., n)`; batched over leading dimensions."""
+    n = low.shape[-1]
+    rows = mnp.arange(n)
+    y = mnp.zeros_like(b)
+    for j in range(n):
+        # row j of low meets the y entries already solved (zeros from j on)
+        done = mnp.sum(low[..., j, :] * y, axis=-1)
+        y = mnp.where(rows == j, ((b[..., j] - done) / low[..., j, j])[..., None], y)
+    return y
+
+
+def logpdf(x, mean, cov, allow_singular=None):
+    """`log N(x; mean, cov)`, reduced over the last axis of `x`.
+
+    Args:
+      x: `(..., n)` points (or scalars when `mean` is a scalar).
+      mean: `(..., n)`, broadcast against x.
+      cov: `(..., n, n)` symmetric positive-definite (lower triangle read), or a scalar
+        for `cov * I`.
+      allow_singular: unsupported, as in JAX (must be None).
+
+    Returns:
+      `(...)`: `-|L^-1 (x - mean)|^2 / 2 - n log(2 pi) / 2 - sum(log diag L)` with
+      `L L^T = cov` (a Cholesky factor).
+    """
+    if allow_singular is not None:
+        raise user_error(ValueError, "multivariate_normal.logpdf: allow_singular is not supported")
+    x, mean, cov = _promote_inexact(x, mean, cov)
+    if not mean.shape:
+        return -0.5 * mnp.square(x - mean) / cov - 0.5 * (_LOG_TWO_PI + mnp.log(cov))
+    n = mean.shape[-1]
+    y = x - mean
+    if not cov.shape:
+        return (-0.5 * mnp.einsum("...i,...i->...", y, y) / cov
+                - n / 2 * (_LOG_TWO_PI + mnp.log(cov)))
+    if cov.ndim < 2 or cov.shape[-2:] != (n, n):
+        raise user_error(
+            ValueError,
+            f"multivariate_normal.logpdf: cov must be (..., {n}, {n}) for mean of shape "
+            f"{mean.shape}, got {cov.shape}")
+    low = _linalg.cholesky(cov)
+    z = _lower_solve(low, y)
+    return (-0.5 * mnp.einsum("...i,...i->...", z, z) - n / 2 * _LOG_TWO_PI
+            - mnp.sum(mnp.log(mnp.diagonal(low, axis1=-2, axis2=-1)), axis=-1))
+
+
+def pdf(x, mean, cov):
+    """The density `exp(logpdf(x, mean, cov))`."""
+    return mnp.exp(logpdf(x, mean, cov))
