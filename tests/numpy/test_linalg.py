@@ -113,9 +113,6 @@ def test_norm_x64(x64):
 
 def test_norm_errors():
     x = from_numpy(np.ones((2, 3, 4), np.float32))
-    for ord in ("nuc", 2, -2):
-        with pytest.raises(ValueError, match="singular values"):
-            LA.norm(x, ord, axis=(0, 1))
     with pytest.raises(ValueError, match="invalid norm order 3 for matrices"):
         LA.norm(x, 3, axis=(0, 1))
     with pytest.raises(ValueError, match="invalid norm order 'fro' for vectors"):
