@@ -55,7 +55,8 @@ def _out(shape, dtype):
 
 
 def _symmetrize(x):
-    """(x + xᵀ) / 2 over the last two axes, as lax operations (differentiable)."""
+    """(x + xᵀ) / 2 over the last two axes, as lax operations (differentiable); other
+    shapes are left to the primitive's abstract evaluation to reject."""
     from mytorch.lax import elementwise as ew
     from mytorch.lax import structural as st
 
@@ -88,7 +89,7 @@ def cholesky(x, *, symmetrize_input=True):
       (as JAX), the other matrices of a batch are unaffected.
     """
     x = asarray(x)
-    if symmetrize_input and x.ndim >= 2:
+    if symmetrize_input and x.ndim >= 2 and x.shape[-1] == x.shape[-2]:
         x = _symmetrize(x)
     return cholesky_p.bind(x)
 
@@ -212,7 +213,7 @@ def eigh(x, *, lower=True, symmetrize_input=True):
       (v f[..., n, n] with the eigenvectors as columns, w f[..., n] ascending).
     """
     x = asarray(x)
-    if symmetrize_input and x.ndim >= 2:
+    if symmetrize_input and x.ndim >= 2 and x.shape[-1] == x.shape[-2]:
         x = _symmetrize(x)
     return tuple(eigh_p.bind(x, lower=bool(lower)))
 

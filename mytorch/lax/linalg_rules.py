@@ -86,14 +86,16 @@ def _diag_sum(x):
                       (aval.ndim - 1,))
 
 
-def _row(v):
-    """f[..., n] -> f[..., 1, n]."""
-    return st.expand_dims(v, (aval_of(v).ndim - 1,))
+def _row(v, shape):
+    """f[..., n] broadcast along rows to `shape` [..., m, n]: out[..., i, j] = v[..., j]."""
+    nb = aval_of(v).ndim - 1
+    return st.broadcast_in_dim(v, shape, (*range(nb), nb + 1))
 
 
-def _col(v):
-    """f[..., n] -> f[..., n, 1]."""
-    return st.expand_dims(v, (aval_of(v).ndim,))
+def _col(v, shape):
+    """f[..., m] broadcast along columns to `shape` [..., m, n]: out[..., i, j] = v[..., i]."""
+    nb = aval_of(v).ndim - 1
+    return st.broadcast_in_dim(v, shape, (*range(nb), nb))
 
 
 def _safe_reciprocal(d):
@@ -236,7 +238,9 @@ def _eigh_jvp(primals, tangents, *, lower):
     v, w = la.eigh_p.bind(x, lower=lower)
     if type(t) is Zero:
         return [v, w], [zero_out(v), zero_out(w)]
-    F = _safe_reciprocal(ew.sub(_row(w), _col(w)))  # 1 / (w_j - w_i), 0 where equal
+    shape = aval_of(v).shape
+    # 1 / (w_j - w_i), 0 where equal
+    F = _safe_reciprocal(ew.sub(_row(w, shape), _col(w, shape)))
     vt_t_v = _mm(_mm(_mT(v), t), v)
     dv = _mm(v, ew.mul(F, vt_t_v))
     dw = _diag_sum(vt_t_v)
@@ -259,27 +263,30 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     if type(dA) is Zero:
         return outs, [zero_out(o) for o in outs]
     Ut, V = _mT(U), _mT(Vt)
-    s_row = _row(s)
     dS = _mm(_mm(Ut, dA), V)
+    kk = aval_of(dS).shape
+    s_row = _row(s, kk)
     ds = _diag_sum(dS)
     if not compute_uv:
         return [s], [ds]
-    s_col = _col(s)
+    s_col = _col(s, kk)
     F = _safe_reciprocal(ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col)))
     # the diagonal of F is 0 already (s_j² - s_i² = 0 there)
     dSS = ew.mul(s_row, dS)
     SdS = ew.mul(s_col, dS)
     s_inv = _safe_reciprocal(s)
-    s_inv_mat = ew.mul(_eye_like(dS), _row(s_inv))
+    s_inv_mat = ew.mul(_eye_like(dS), _row(s_inv, kk))
     dUdV_diag = ew.mul(ew.mul(ew.sub(dS, _mT(dS)), 0.5), s_inv_mat)
     dU = _mm(U, ew.add(ew.mul(F, ew.add(dSS, _mT(dSS))), dUdV_diag))
     dV = _mm(V, ew.mul(F, ew.add(SdS, _mT(SdS))))
     if m > n:
         dAV = _mm(dA, V)
-        dU = ew.add(dU, ew.div(ew.sub(dAV, _mm(U, _mm(Ut, dAV))), s_row))
+        dU = ew.add(dU, ew.div(ew.sub(dAV, _mm(U, _mm(Ut, dAV))),
+                               _row(s, aval_of(dAV).shape)))
     if n > m:
         dAHU = _mm(_mT(dA), U)
-        dV = ew.add(dV, ew.div(ew.sub(dAHU, _mm(V, _mm(Vt, dAHU))), s_row))
+        dV = ew.add(dV, ew.div(ew.sub(dAHU, _mm(V, _mm(Vt, dAHU))),
+                               _row(s, aval_of(dAHU).shape)))
     return outs, [ds, dU, _mT(dV)]
 
 
@@ -313,7 +320,7 @@ def _tridiagonal_solve_jvp(primals, tangents):
                         (tdu, lambda: _shift(x, -1, nd - 2))):
         if type(tv) is Zero:
             continue
-        term = ew.neg(ew.mul(_col(tv), shifted()))
+        term = ew.neg(ew.mul(_col(tv, aval_of(x).shape), shifted()))
         rhs = term if rhs is None else ew.add(rhs, term)
     if rhs is None:
         return x, zero_out(x)
