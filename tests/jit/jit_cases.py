@@ -594,6 +594,46 @@ def _while_grad(draw, dts):
     return draw(st.sampled_from([mt.grad(f), batched])), [_floats(draw, dts)]
 
 
+# ---- linear algebra (float32/float64, well-conditioned stacks of matrices) ---------------
+def _matrices(draw, dts, square=False, spd=False):
+    dt = pick(draw, dts, lambda d: d in (F32, F64))
+    batch = draw(st.sampled_from([(), (2,)]))
+    m = draw(st.integers(1, 4))
+    n = m if square or spd else draw(st.integers(1, 4))
+    x = values(draw, dt, (*batch, m, n), -1, 1, special=False)
+    if spd:
+        x = x @ np.swapaxes(x, -1, -2)
+    return (x + max(m, n) * np.eye(m, n)).astype(dt)
+
+
+def _linalg(name):
+    def build(draw, dts):
+        if name == "cholesky":
+            return lax.linalg.cholesky, [_matrices(draw, dts, spd=True)]
+        if name == "eigh":
+            return (lambda a: lax.linalg.eigh(a)[1]), [_matrices(draw, dts, spd=True)]
+        if name == "lu":
+            return lax.linalg.lu, [_matrices(draw, dts)]
+        if name == "qr":
+            full = draw(st.booleans())
+            return (lambda a: lax.linalg.qr(a, full_matrices=full)), [_matrices(draw, dts)]
+        if name == "svd":
+            # singular vectors are unique up to sign only: compare the values
+            return (lambda a: lax.linalg.svd(a, compute_uv=False)), [_matrices(draw, dts)]
+        a = _matrices(draw, dts, square=True)
+        *batch, m, _ = a.shape
+        b = values(draw, a.dtype, (*batch, m, draw(st.integers(1, 3))), -1, 1,
+                   special=False)
+        if name == "triangular_solve":
+            lower = draw(st.booleans())
+            return (lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True,
+                                                             lower=lower)), [a, b]
+        diag = [np.diagonal(a, 0, -2, -1).copy(), np.diagonal(a, 0, -2, -1).copy() / 4,
+                np.diagonal(a, 0, -2, -1).copy() / 4]
+        return lax.linalg.tridiagonal_solve, [diag[1], diag[0], diag[2], b]
+    return build
+
+
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -622,6 +662,9 @@ CASES = {
     "pure_callback": [_pure_callback], "scan": [_scan, _while_grad], "cond": [_cond],
     "while": [_while], "while_tape": [_while_grad],
 }
+for _name in ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
+              "tridiagonal_solve"):
+    CASES[_name] = [_linalg(_name)]
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]
 for _name, _inner in COLLECTIVES.items():
