@@ -68,7 +68,8 @@ def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_
     if not left_side:
         tri, lower, b = _mT(tri), not lower, _mT(b)
     try:
-        x = np.linalg.solve(tri, b)
+        with np.errstate(under="ignore"):  # NumPy solves float32 in float64, then casts
+            x = np.linalg.solve(tri, b)
     except np.linalg.LinAlgError:
         x = _substitute(tri, b, lower)
     if not left_side:
