@@ -144,6 +144,8 @@ def eigh(a, UPLO=None, symmetrize_input=True):
 
 def eigvalsh(a, UPLO="L"):
     """The eigenvalues of a symmetric `a` [..., n, n], ascending: [..., n]."""
+    (a,) = inexact("eigvalsh", a)
+    matrix("eigvalsh", a, square=True)
     return eigh(a, UPLO).eigenvalues
 
 
@@ -185,11 +187,11 @@ def solve(a, b):
     a, b = inexact("solve", a, b)
     matrix("solve", a, square=True)
     vector = b.ndim == 1
-    if vector:
-        b = lax.expand_dims(b, (1,))
-    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+    if b.shape[0 if vector else -2] != a.shape[-1] if b.ndim else True:
         raise user_error(ValueError, f"solve: b must be [{a.shape[-1]}] or [..., "
                          f"{a.shape[-1]}, k] for a {_s(a)}, got {_s(b)}")
+    if vector:
+        b = lax.expand_dims(b, (1,))
     a, b = broadcast_batch("solve", a, b)
     lu, _, perm = lax_linalg.lu(a)
     x = lu_solve(lu, perm, b)
