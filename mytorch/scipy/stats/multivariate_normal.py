@@ -3,10 +3,10 @@
 import math
 
 import mytorch.numpy as mnp
-from mytorch.core.source_info import user_error
 from mytorch.core import dtypes
+from mytorch.core.source_info import user_error
+from mytorch.lax import linalg
 from mytorch.numpy._promote import _convert_all, _result
-from mytorch.random import _linalg
 
 __all__ = ["logpdf", "pdf"]
 
@@ -22,17 +22,21 @@ def _promote_inexact(*args):
     return _convert_all(args, dtype, weak)
 
 
-def _lower_solve(low, b):
-    """`y` with `low @ y == b` by forward substitution: `low` `(..., n, n)` lower
-    triangular, `b` `(..., n)`; batched over leading dimensions."""
+def _lower_solve(low, y):
+    """`z` with `low @ z == y` for `low` `(..., n, n)` lower triangular and `y` `(..., n)`,
+    batched over leading dimensions."""
     n = low.shape[-1]
-    rows = mnp.arange(n)
-    y = mnp.zeros_like(b)
-    for j in range(n):
-        # row j of low meets the y entries already solved (zeros from j on)
-        done = mnp.sum(low[..., j, :] * y, axis=-1)
-        y = mnp.where(rows == j, ((b[..., j] - done) / low[..., j, j])[..., None], y)
-    return y
+    if low.ndim == 2:
+        # one factor for every point: a single solve with the points as columns
+        cols = mnp.reshape(y, (-1, n)).T
+        z = linalg.triangular_solve(low, cols, left_side=True, lower=True)
+        return mnp.reshape(z.T, y.shape)
+    batch = mnp.broadcast_shapes(low.shape[:-2], y.shape[:-1])
+    low = mnp.broadcast_to(low, batch + (n, n))
+    rows = mnp.broadcast_to(y, batch + (n,))[..., None, :]
+    # z^T low^T = y^T, one row per batch element
+    z = linalg.triangular_solve(low, rows, left_side=False, lower=True, transpose_a=True)
+    return z[..., 0, :]
 
 
 def logpdf(x, mean, cov, allow_singular=None):
@@ -42,7 +46,8 @@ def logpdf(x, mean, cov, allow_singular=None):
       x: `(..., n)` points (or scalars when `mean` is a scalar).
       mean: `(..., n)`, broadcast against x.
       cov: `(..., n, n)` symmetric positive-definite (lower triangle read), or a scalar
-        for `cov * I`.
+        for `cov * I`. The Cholesky factor reads its symmetric part `(cov + cov^T) / 2`,
+        so derivatives with respect to cov are symmetric.
       allow_singular: unsupported, as in JAX (must be None).
 
     Returns:
@@ -64,7 +69,7 @@ def logpdf(x, mean, cov, allow_singular=None):
             ValueError,
             f"multivariate_normal.logpdf: cov must be (..., {n}, {n}) for mean of shape "
             f"{mean.shape}, got {cov.shape}")
-    low = _linalg.cholesky(cov)
+    low = linalg.cholesky(cov)
     z = _lower_solve(low, y)
     return (-0.5 * mnp.einsum("...i,...i->...", z, z) - n / 2 * _LOG_TWO_PI
             - mnp.sum(mnp.log(mnp.diagonal(low, axis1=-2, axis2=-1)), axis=-1))
