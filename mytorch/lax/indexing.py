@@ -49,9 +49,12 @@ from mytorch.core import dtypes
 from mytorch.core.array import Array, ArrayImpl, from_numpy
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.trace import aval_of
 from mytorch.lax._utils import asarray, coerce_operands, short
 from mytorch.lax.elementwise import add, convert_element_type, lt, select
-from mytorch.lax.structural import int_tuple, normalize_axis, reshape, slice_in_dim
+from mytorch.lax.structural import (
+    broadcasted_iota, concatenate, int_tuple, normalize_axis, reshape, slice_in_dim,
+)
 
 __all__ = [
     "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
@@ -529,3 +532,18 @@ scatter_min_p, scatter_min = _scatter(
 scatter_max_p, scatter_max = _scatter(
     "scatter_max", "XLA's Scatter with maximum: each position keeps the greatest of its value "
     "and its updates.")
+
+
+# ---- helpers of the rules (not exported) -----------------------------------------------
+def take_along_axis(t, idx, axis):
+    """`t[..., idx, ...]`: t f[*s] and idx int[*s'] where s' equals s except along
+    `axis`; out[i] = t[i with i[axis] replaced by idx[i]] (shape s')."""
+    shape = aval_of(idx).shape
+    rank = len(shape)
+    # one full index vector per output element: iotas along the other axes, idx along axis
+    column = (*shape, 1)
+    parts = [reshape(idx if d == axis else broadcasted_iota(aval_of(idx).dtype, shape, d),
+                        column) for d in range(rank)]
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
+                                   start_index_map=tuple(range(rank)))
+    return gather(t, concatenate(parts, rank), dnums, (1,) * rank, mode="clip")

@@ -30,7 +30,7 @@ from mytorch.lax._batching import bdim_at_front
 from mytorch.lax.dot import dot_general
 from mytorch.lax.precision import Precision
 from mytorch.lax.reductions import reduce_sum
-from mytorch.lax.sorting_rules import _take_along_axis
+from mytorch.lax.indexing import take_along_axis
 
 
 # ---- matrix helpers (last two axes are the matrix, the rest batch) -----------------------
@@ -175,7 +175,7 @@ def _lu_jvp(primals, tangents):
     k = min(m, n)
     nb = len(batch)
     rows = st.broadcast_in_dim(perm, aval.shape, (*range(nb), nb))
-    x = _take_along_axis(t, rows, nb)  # P ȧ
+    x = take_along_axis(t, rows, nb)  # P ȧ
     # L (m x m, unit lower) and U (n x n, upper, padded with the identity) from lu
     zero = st.full((), 0, aval.dtype)
     cfg = [(0, 0, 0)] * len(aval.shape)

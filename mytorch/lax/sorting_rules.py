@@ -16,21 +16,7 @@ from mytorch.lax import sorting as so
 from mytorch.lax import structural as st
 from mytorch.lax._ad import Zero, zero_out
 from mytorch.lax._batching import bdim_to, moveaxis, not_mapped
-from mytorch.lax.indexing import GatherDimensionNumbers, gather
-
-
-def _take_along_axis(t, idx, axis):
-    """`t[..., idx, ...]`: t f[*s] and idx int[*s'] where s' equals s except along
-    `axis`; out[i] = t[i with i[axis] replaced by idx[i]] (shape s')."""
-    shape = aval_of(idx).shape
-    rank = len(shape)
-    # one full index vector per output element: iotas along the other axes, idx along axis
-    column = (*shape, 1)
-    parts = [st.reshape(idx if d == axis else st.broadcasted_iota(aval_of(idx).dtype, shape, d),
-                        column) for d in range(rank)]
-    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
-                                   start_index_map=tuple(range(rank)))
-    return gather(t, st.concatenate(parts, rank), dnums, (1,) * rank, mode="clip")
+from mytorch.lax.indexing import take_along_axis
 
 
 def _no_tangent(t, out):
@@ -52,7 +38,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     *outs, perm = so.sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                                  num_keys=num_keys)
     tangents_out = [
-        zero_out(out) if _no_tangent(t, out) else _take_along_axis(t, perm, dimension)
+        zero_out(out) if _no_tangent(t, out) else take_along_axis(t, perm, dimension)
         for out, t in zip(outs, tangents, strict=True)
     ]
     return outs, tangents_out
@@ -66,7 +52,7 @@ def _top_k_jvp(primals, tangents, *, k):
     values, indices = so.top_k_p.bind(x, k=k)
     if _no_tangent(t, values):
         return [values, indices], [zero_out(values), zero_out(indices)]
-    return [values, indices], [_take_along_axis(t, indices, aval_of(x).ndim - 1),
+    return [values, indices], [take_along_axis(t, indices, aval_of(x).ndim - 1),
                                zero_out(indices)]
 
 
