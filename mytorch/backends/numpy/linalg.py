@@ -102,21 +102,24 @@ def _lu(x):
 
 @numpy_backend.register(la.qr_p)
 def _qr(x, *, full_matrices):
-    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    with np.errstate(under="ignore"):  # NumPy factors float32 in float64, then casts
+        q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
 
 
 @numpy_backend.register(la.eigh_p)
 def _eigh(x, *, lower):
-    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    with np.errstate(under="ignore"):
+        w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
     return [v.astype(x.dtype, copy=False), w.astype(x.dtype, copy=False)]
 
 
 @numpy_backend.register(la.svd_p)
 def _svd(x, *, full_matrices, compute_uv):
-    if not compute_uv:
-        return [np.linalg.svd(x, compute_uv=False).astype(x.dtype, copy=False)]
-    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    with np.errstate(under="ignore"):
+        if not compute_uv:
+            return [np.linalg.svd(x, compute_uv=False).astype(x.dtype, copy=False)]
+        u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
     return [s.astype(x.dtype, copy=False), u.astype(x.dtype, copy=False),
             vh.astype(x.dtype, copy=False)]
 
