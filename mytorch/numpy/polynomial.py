@@ -1,5 +1,5 @@
 """Polynomials as coefficient arrays, highest power first (NumPy's `poly1d` order):
-polyval, polyadd, polysub, polymul, polyder, polyint."""
+polyval, polyadd, polysub, polymul, polyder, polyint, polyfit, and vander."""
 
 import operator
 
@@ -11,7 +11,8 @@ from mytorch.numpy.creation import arange, asarray, zeros
 from mytorch.numpy.joining import concatenate
 from mytorch.numpy.signal import convolve
 
-__all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint"]
+__all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit",
+           "vander"]
 
 
 def _coeffs(name, p):
@@ -111,3 +112,63 @@ def polyint(p, m=1, k=None):
         n = p.shape[0]
         p = concatenate([p / arange(n, 0, -1).astype(p.dtype), k[i:i + 1]])
     return p
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of the 1-D `x`: [n] -> [n, N], column j is x**(N-1-j)
+    (x**j with `increasing`); N defaults to n."""
+    x = _coeffs("vander", x)
+    n = x.shape[0] if N is None else operator.index(N)
+    if n < 0:
+        raise user_error(ValueError, f"vander: N must be non-negative, got {n}")
+    powers = arange(n) if increasing else arange(n - 1, -1, -1)
+    return x[:, None] ** powers.astype(x.dtype)
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Least-squares polynomial fit of degree `deg` (NumPy's): x [n], y [n] or [n, k] ->
+    coefficients [deg + 1] or [deg + 1, k], highest power first.
+
+    `w` weights the residuals (1/sigma); `rcond` is the singular-value cutoff relative to
+    the largest (default len(x) * eps). `full=True` returns (coefficients, residuals,
+    rank, singular values, rcond); `cov=True` (or "unscaled") also the coefficients'
+    covariance, scaled by the residual variance unless "unscaled"."""
+    from mytorch.numpy.linalg import inv, lstsq  # (linalg's modules import polynomial's)
+
+    deg = operator.index(deg)
+    if deg < 0:
+        raise user_error(ValueError, f"polyfit: deg must be non-negative, got {deg}")
+    x = _float_coeffs("polyfit", x)
+    y = asarray(y)
+    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+        raise user_error(TypeError, f"polyfit: y must be [n] or [n, k] with n = len(x) = "
+                                    f"{x.shape[0]}, got {y.aval.str_short()}")
+    x, y = promote_dtypes("polyfit", x, y)
+    order = deg + 1
+    if rcond is None:
+        rcond = x.shape[0] * float(dtypes.finfo(x.dtype).eps)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = asarray(w)
+        if w.shape != (x.shape[0],):
+            raise user_error(TypeError, f"polyfit: w must be [{x.shape[0]}], got "
+                                        f"{w.aval.str_short()}")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w if rhs.ndim == 1 else w[:, None])
+    scale = lax.sqrt(lax.reduce_sum(lhs * lhs, (0,)))  # unit-norm columns: better conditioned
+    lhs = lhs / scale
+    c, resids, rank, s = lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if full:
+        return c, resids, rank, s, rcond
+    if cov:
+        base = inv(lhs.T @ lhs) / (scale[:, None] * scale[None, :])
+        if cov == "unscaled":
+            fac = 1.0
+        else:
+            if x.shape[0] <= order:
+                raise user_error(ValueError, "polyfit: the data must have more points than "
+                                             "the degree + 1 to scale the covariance")
+            fac = resids / (x.shape[0] - order)
+        return (c, base * fac) if c.ndim == 1 else (c, base[:, :, None] * fac)
+    return c
