@@ -14,11 +14,12 @@ import numpy as np
 
 import mytorch.numpy as mnp
 from mytorch import lax
+from mytorch.lax import linalg as lax_linalg
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
 from mytorch.jit import jit
-from mytorch.random import _gamma_grad, _linalg
+from mytorch.random import _gamma_grad
 from mytorch.random._common import float_dtype, quiet_call, raw_key, result_shape
 from mytorch.random.counts import binomial, poisson  # exported here with the others
 from mytorch.random.keys import canonical_shape, split
@@ -362,11 +363,11 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         )
     batch = result_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
     if method == "cholesky":
-        factor = _linalg.cholesky(cov)
+        factor = lax_linalg.cholesky(cov)
     else:
         # for a symmetric cov the SVD's U sqrt(S) and the eigen V sqrt(W) agree (up to
         # column signs and order); |W| keeps round-off negatives of a singular cov at 0
-        w, v = _linalg.eigh(cov)
+        v, w = lax_linalg.eigh(cov)
         w = mnp.abs(w) if method == "svd" else w
         factor = v * mnp.sqrt(w)[..., None, :]
     z = normal(key, batch + (n,), dtype)
@@ -406,7 +407,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     z = normal(key, shape + (max(n, m), min(n, m)), dtype)
     if z.size == 0:
         return mnp.zeros(shape + (n, m), dtype)
-    q, r = _linalg.qr(z)
+    q, r = lax_linalg.qr(z, full_matrices=False)
     d = mnp.diagonal(r, axis1=-2, axis2=-1)
     x = q * mnp.expand_dims(mnp.sign(d), -2)
     return mnp.swapaxes(x, -1, -2) if n < m else x

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
-from mytorch.random import _gamma_grad, _linalg
+from mytorch.random import _gamma_grad
 
 A = np.array([0.1, 0.5, 1.0, 3.0, 20.0, 400.0], np.float32)
 COV = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.3], [0.1, 0.3, 0.7]], np.float32)
@@ -544,63 +544,3 @@ def test_errors():
         mt.random.orthogonal(key(), 2.5)
     with pytest.raises(TypeError, match="gamma: expected a PRNG key"):
         mt.random.gamma(0, 2.0)
-
-
-# ---- the decompositions ------------------------------------------------------------------------
-def _spd(rng, batch, n):
-    x = rng.standard_normal(batch + (n, n))
-    return x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
-
-
-@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
-def test_cholesky_vs_numpy(x64, batch):
-    a = _spd(np.random.default_rng(0), batch, 5)
-    np.testing.assert_allclose(
-        np.asarray(_linalg.cholesky(a)), np.linalg.cholesky(a), rtol=1e-12, atol=1e-12
-    )
-    assert np.isnan(np.asarray(_linalg.cholesky(-np.eye(2)))).any()
-
-
-@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 6), (2, 5, 4), (1, 1)])
-def test_qr_vs_numpy(x64, shape):
-    a = np.random.default_rng(1).standard_normal(shape)
-    q, r = (np.asarray(v) for v in _linalg.qr(a))
-    q_np, r_np = np.linalg.qr(a)
-    # unique up to the signs of r's diagonal
-    s = np.sign(np.diagonal(r, axis1=-2, axis2=-1)) * np.sign(np.diagonal(r_np, axis1=-2, axis2=-1))
-    np.testing.assert_allclose(q * s[..., None, :], q_np, atol=1e-12)
-    np.testing.assert_allclose(r * s[..., :, None], r_np, atol=1e-12)
-    np.testing.assert_allclose(np.tril(r, -1), 0, atol=0)
-
-
-@pytest.mark.parametrize("n,batch", [(6, ()), (5, (3,)), (2, (2,)), (9, ())])
-def test_eigh_vs_numpy(x64, n, batch):
-    a = _spd(np.random.default_rng(2), batch, n) - n * np.eye(n)  # indefinite too
-    w, v = (np.asarray(t) for t in _linalg.eigh(a))
-    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=1e-10)
-    np.testing.assert_allclose(v @ (w[..., :, None] * np.swapaxes(v, -1, -2)), a, atol=1e-10)
-    eye = np.broadcast_to(np.eye(n), a.shape)
-    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, eye, atol=1e-10)
-
-
-def test_eigh_degenerate(x64):
-    # repeated eigenvalues and a diagonal input (no rotation needed)
-    a = np.diag([2.0, 2.0, -1.0, 2.0])
-    w, v = (np.asarray(t) for t in _linalg.eigh(a))
-    np.testing.assert_allclose(w, [-1, 2, 2, 2], atol=1e-14)
-    np.testing.assert_allclose(v @ np.diag(w) @ v.T, a, atol=1e-14)
-
-
-def test_decompositions_jit_and_vmap():
-    a = _spd(np.random.default_rng(3), (3,), 4).astype(np.float32)
-    for fn in (_linalg.cholesky, lambda x: _linalg.qr(x)[0], lambda x: _linalg.eigh(x)[0]):
-        eager = np.asarray(fn(a))
-        np.testing.assert_allclose(np.asarray(mt.jit(fn)(a)), eager, rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(np.asarray(mt.vmap(fn)(a)), eager, rtol=1e-6, atol=1e-6)
-
-
-def test_cholesky_grad(x64):
-    from tests.autodiff.fd import check_grads
-
-    a = _spd(np.random.default_rng(4), (), 3)
-    check_grads(lambda m: _linalg.cholesky((m + m.T) / 2), (a,), order=1)
