@@ -157,6 +157,15 @@ def promote_dtypes(name, *args):
     return _convert_all(args, *_result(args))
 
 
+def promote_dtypes_inexact(name, *args):
+    """Arrays of one promoted floating dtype (integers and bools to the default float;
+    weak only if every argument is weak), not broadcast."""
+    dtype, weak = _result(args)
+    if dtype is not None and not dtypes.is_float(dtype):
+        dtype = dtypes.default_float()
+    return _convert_all(args, dtype, weak)
+
+
 def _convert_all(args, dtype, weak):
     out = []
     for a in args:

@@ -3,23 +3,13 @@
 import math
 
 import mytorch.numpy as mnp
-from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.lax import linalg
-from mytorch.numpy._promote import _convert_all, _result
+from mytorch.numpy._promote import promote_dtypes_inexact
 
 __all__ = ["logpdf", "pdf"]
 
 _LOG_TWO_PI = math.log(2 * math.pi)
-
-
-def _promote_inexact(*args):
-    """The arguments in one float dtype (integers to the default float), unbroadcast:
-    x, mean and cov have different ranks."""
-    dtype, weak = _result(args)
-    if dtype is not None and not dtypes.is_float(dtype):
-        dtype = dtypes.default_float()
-    return _convert_all(args, dtype, weak)
 
 
 def _lower_solve(low, y):
@@ -56,7 +46,7 @@ def logpdf(x, mean, cov, allow_singular=None):
     """
     if allow_singular is not None:
         raise user_error(ValueError, "multivariate_normal.logpdf: allow_singular is not supported")
-    x, mean, cov = _promote_inexact(x, mean, cov)
+    x, mean, cov = promote_dtypes_inexact("multivariate_normal", x, mean, cov)
     if not mean.shape:
         return -0.5 * mnp.square(x - mean) / cov - 0.5 * (_LOG_TWO_PI + mnp.log(cov))
     n = mean.shape[-1]
