@@ -1,6 +1,7 @@
 """Special functions (`jax.scipy.special`'s counterpart): logsumexp, softmax, the logistic
 pair, the error function family, the entropy terms, the Bessel functions i0 and i1 (and
-their scaled forms), the gamma family (with polygamma and Hurwitz's zeta) and the normal
+their scaled forms), the gamma family (with polygamma and Hurwitz's zeta), the regularized incomplete gamma
+and beta functions and the normal
 distribution's CDF, its log and its inverse.
 
 Every function promotes its inputs to a float dtype (integers to the default float), works
@@ -29,11 +30,13 @@ from mytorch.scipy.special._elementary import (
     xlogy,
 )
 from mytorch.scipy.special._gamma import betaln, digamma, gammaln, multigammaln
+from mytorch.scipy.special._incomplete import betainc, gammainc, gammaincc
 from mytorch.scipy.special._logsumexp import log_softmax, logsumexp, softmax
 from mytorch.scipy.special._normal import log_ndtr, ndtr, ndtri
 from mytorch.scipy.special._zeta import polygamma, zeta
 
 __all__ = [
+    "betainc",
     "betaln",
     "digamma",
     "entr",
@@ -41,6 +44,8 @@ __all__ = [
     "erfc",
     "erfinv",
     "expit",
+    "gammainc",
+    "gammaincc",
     "gammaln",
     "i0",
     "i0e",
