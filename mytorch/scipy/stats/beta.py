@@ -1,14 +1,10 @@
-"""The beta distribution on `[loc, loc + scale]` with shapes `a` and `b`.
-
-No `cdf`: it needs the regularized incomplete beta function, which mytorch.scipy.special
-does not have yet.
-"""
+"""The beta distribution on `[loc, loc + scale]` with shapes `a` and `b`."""
 
 import mytorch.numpy as mnp
 from mytorch.numpy._promote import promote_args_inexact
 from mytorch.scipy import special
 
-__all__ = ["logpdf", "pdf"]
+__all__ = ["cdf", "logpdf", "pdf", "sf"]
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -27,3 +23,18 @@ def logpdf(x, a, b, loc=0, scale=1):
 def pdf(x, a, b, loc=0, scale=1):
     """The beta density `exp(logpdf(x, a, b, loc, scale))`."""
     return mnp.exp(logpdf(x, a, b, loc, scale))
+
+
+def cdf(x, a, b, loc=0, scale=1):
+    """`P(X <= x) = betainc(a, b, (x - loc) / scale)`, clipped to [0, 1] outside the
+    support. Differentiable in x, loc and scale; a and b are constants to differentiation
+    (see `special.betainc`)."""
+    x, a, b, loc, scale = promote_args_inexact("beta.cdf", x, a, b, loc, scale)
+    return special.betainc(a, b, mnp.clip((x - loc) / scale, 0, 1))
+
+
+def sf(x, a, b, loc=0, scale=1):
+    """The survival function `P(X > x) = betainc(b, a, 1 - y)`, `y = (x - loc) / scale`
+    (accurate in the upper tail)."""
+    x, a, b, loc, scale = promote_args_inexact("beta.sf", x, a, b, loc, scale)
+    return special.betainc(b, a, mnp.clip(1 - (x - loc) / scale, 0, 1))
