@@ -122,3 +122,17 @@ def test_vmap_and_jit_match_eager():
         e = mt.grad(special.gammainc, argnums=(0, 1))(a[i], x[i])
         np.testing.assert_allclose([float(g[0][i]), float(g[1][i])], [float(e[0]), float(e[1])],
                                    rtol=1e-5)
+
+
+def test_betainc_refuses_derivatives_in_a_and_b():
+    """As in JAX: betainc differentiates in x only; a or b being differentiated is an error
+    (never a silent zero), and stop_gradient says they are constants."""
+    from mytorch import lax
+
+    with pytest.raises(ValueError, match="betainc: derivatives with respect to a and b"):
+        mt.grad(lambda a: special.betainc(a, 3.0, 0.3))(2.0)
+    with pytest.raises(ValueError, match="betainc: derivatives with respect to a and b"):
+        mt.jit(mt.grad(lambda b: special.betainc(2.0, b, 0.3)))(3.0)
+    g = mt.grad(lambda a: special.betainc(lax.stop_gradient(a), 3.0, 0.3) * a)(2.0)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(special.betainc(2.0, 3.0, 0.3)),
+                               rtol=1e-6)

@@ -14,13 +14,15 @@ converged to working precision (each element stops changing once it has).
 Derivatives are `custom_jvp` rules: in x the integrand, in closed form (so they
 differentiate again); in a (gammainc and gammaincc) the series/continued fraction of
 dP/da that the gamma sampler's implicit derivative uses (mytorch/random/_gamma_grad.py),
-a first derivative only. betainc treats a and b as constants when differentiated.
+a first derivative only. betainc's derivatives in a and b are not implemented (an error).
 """
 
 import numpy as np
 
 import mytorch.numpy as mnp
 from mytorch import lax
+from mytorch.core.source_info import user_error
+from mytorch.core.trace import is_differentiated
 from mytorch.custom_derivatives import custom_jvp
 from mytorch.scipy.special._util import _cast, _inexact, _up
 
@@ -261,7 +263,7 @@ def _betainc(a, b, x):
 
 @_betainc.defjvp
 def _betainc_jvp(primals, tangents):
-    (a, b, x), (t_a, t_b, t_x) = primals, tangents
+    (a, b, x), (_, _, t_x) = primals, tangents  # a and b: see betainc
     ok = _beta_ok(a, b, x)
     one, half = mnp.ones_like(x), mnp.full(x.shape, 0.5, x.dtype)
     sa, sb, sx = mnp.where(ok, a, one), mnp.where(ok, b, one), mnp.where(ok, x, half)
@@ -280,9 +282,15 @@ def betainc(a, b, x, /):
     Returns:
       An array of the broadcast shape: 0 at x = 0, 1 at x = 1, 1 at a = 0, 0 at b = 0,
       0 at a = inf, 1 at b = inf; NaN outside [0, 1], for negative or NaN inputs and at
-      a = b = 0 or a = b = inf (SciPy's values). Differentiable in x (the beta density);
-      a and b are constants to differentiation (like `lax.stop_gradient`): their
-      derivatives have no closed form and are not computed.
+      a = b = 0 or a = b = inf (SciPy's values). Differentiable in x (the beta density).
+
+    Raises:
+      ValueError: a or b is being differentiated (their derivatives are not implemented,
+      as in JAX); pass them through `lax.stop_gradient` to differentiate in x only.
     """
+    if is_differentiated(a) or is_differentiated(b):
+        raise user_error(ValueError, "betainc: derivatives with respect to a and b are not "
+                                     "implemented (only x); wrap a and b in "
+                                     "lax.stop_gradient to differentiate in x alone")
     av, bv, xv = _inexact("betainc", a, b, x)
     return _cast(_betainc(_up(av), _up(bv), _up(xv)), xv.dtype, xv.weak_type)
