@@ -13,7 +13,7 @@ converged to working precision (each element stops changing once it has).
 
 Derivatives are `custom_jvp` rules: in x the integrand, in closed form (so they
 differentiate again); in a (gammainc and gammaincc) the series/continued fraction of
-dP/da that the gamma sampler's implicit derivative uses (mytorch/random/_gamma_grad.py),
+dP/da that the gamma sampler's implicit derivative uses (_gamma_da.py),
 a first derivative only. betainc's derivatives in a and b are not implemented (an error).
 """
 
@@ -24,7 +24,9 @@ from mytorch import lax
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import is_differentiated
 from mytorch.custom_derivatives import custom_jvp
+from mytorch.scipy.special._gamma_da import gamma_sample_da
 from mytorch.scipy.special._util import _cast, _inexact, _up
+from mytorch.vectorize import vmap
 
 _MAX_STEPS = 2000  # Cephes' MAXITER; the loops stop as soon as every element converged
 
@@ -131,10 +133,7 @@ def _gamma_density(a, x):
 
 def _dp_da(a, x):
     """dP/da = -(dx/da at fixed P) * dP/dx, dx/da from the gamma sampler's series."""
-    from mytorch.random._gamma_grad import _one  # random imports scipy.special: import late
-    from mytorch.vectorize import vmap
-
-    flat = vmap(_one)(mnp.reshape(a, (-1,)), mnp.reshape(x, (-1,)))
+    flat = vmap(gamma_sample_da)(mnp.reshape(a, (-1,)), mnp.reshape(x, (-1,)))
     return -mnp.reshape(flat, x.shape) * _gamma_density(a, x)
 
 
