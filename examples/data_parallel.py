@@ -36,24 +36,12 @@ import numpy as np  # noqa: E402  (after the thread settings)
 import mytorch as mt  # noqa: E402
 import mytorch.numpy as mnp  # noqa: E402
 from mytorch import lax, nn, optim  # noqa: E402
+from mnist_mlp import load_digits  # noqa: E402  (examples/: the same data and split)
 
 
 def launched():
     """Whether this process was started by `python -m mytorch.distributed.launch`."""
     return "MYTORCH_PROCESS_ID" in os.environ
-
-
-def load_digits(key, test_size=360):
-    """scikit-learn's 8x8 digits as (x_train, y_train, x_test, y_test), pixels in [0, 1];
-    the held-out set is a random `test_size` examples (drawn with `key`)."""
-    from sklearn.datasets import load_digits as sk_digits
-
-    digits = sk_digits()
-    x = (digits.data / 16.0).astype(np.float32)
-    y = digits.target.astype(np.int32)
-    order = np.asarray(mt.random.permutation(key, len(x)))
-    test, train = order[:test_size], order[test_size:]
-    return x[train], y[train], x[test], y[test]
 
 
 def loss_fn(model, x, y):
