@@ -17,8 +17,10 @@ one replica per process over `mt.devices()`, the global devices; each process re
 own slice of the batch, which every process draws from the same key.
 
 `--check` also trains on one device, on the same global batches with the same key, and
-checks that the two loss curves agree to float32 rounding (relative 1e-5): data
-parallelism changes where the work runs, not what is computed.
+checks that the two loss curves agree to float32 rounding (relative 1e-5, or 1e-5 of the
+first loss once the losses are small: the two sum the batch in a different order, and
+over many steps those roundings compound): data parallelism changes where the work runs,
+not what is computed.
 """
 
 import argparse
@@ -168,17 +170,14 @@ def main(argv=None):
         single = train(args, None, progress=False)
         if leader:
             print_curve("loss on 1 device", single["losses"], every)
-        np.testing.assert_allclose(losses, single["losses"], rtol=1e-5,
+        scale = abs(float(single["losses"][0]))
+        np.testing.assert_allclose(losses, single["losses"], rtol=1e-5, atol=1e-5 * scale,
                                    err_msg="data-parallel and single-device losses differ")
         if leader:
-            print(f"check: the {len(losses)} losses agree to rtol 1e-5 (largest relative "
-                  f"difference {_largest_relative(losses, single['losses']):.1e})")
+            gap = np.max(np.abs(np.asarray(losses) - np.asarray(single["losses"])))
+            print(f"check: the {len(losses)} losses agree to rtol 1e-5, atol 1e-5 x the "
+                  f"first loss (largest difference {gap:.1e}, first loss {scale:.3f})")
     return result
-
-
-def _largest_relative(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return float(np.max(np.abs(a - b) / np.abs(b)))
 
 
 if __name__ == "__main__":
