@@ -1,15 +1,20 @@
-"""Linear-algebra primitives (`mt.lax.linalg`, after `jax.lax.linalg`), real float32/float64.
+"""Linear-algebra primitives (`mt.lax.linalg`, after `jax.lax.linalg`): float32, float64,
+complex64 and complex128 operands.
 
 Every operand is a stack of matrices: leading dimensions are batch dimensions, the last two
-are the matrix (the last one for vectors such as eigenvalues or pivots).
+are the matrix (the last one for vectors such as eigenvalues or pivots). `f` below is any of
+the four dtypes and `r` its real dtype (float32 for complex64): eigenvalues of a Hermitian
+matrix and singular values are real.
 
-    cholesky(f[..., n, n]) -> f[..., n, n]                  lower L with L Lᵀ = x
+    cholesky(f[..., n, n]) -> f[..., n, n]                  lower L with L Lᴴ = x
     triangular_solve(f[..., k, k], f[..., m, n]) -> f[..., m, n]
     lu(f[..., m, n]) -> (f[..., m, n], i32[..., min(m, n)], i32[..., m])
     qr(f[..., m, n]) -> (q f[..., m, m or k], r f[..., m or k, n])     k = min(m, n)
-    eigh(f[..., n, n]) -> (v f[..., n, n], w f[..., n])
-    svd(f[..., m, n]) -> (u f[..., m, m or k], s f[..., k], vh f[..., n or k, n]) or s
+    eigh(f[..., n, n]) -> (v f[..., n, n], w r[..., n])
+    svd(f[..., m, n]) -> (u f[..., m, m or k], s r[..., k], vh f[..., n or k, n]) or s
     tridiagonal_solve(f[..., m] x 3, f[..., m, n]) -> f[..., m, n]
+
+For real operands ᴴ is the plain transpose.
 
 The NumPy kernels live in mytorch/backends/numpy/linalg.py, the derivative and batching
 rules in linalg_rules.py.
@@ -17,6 +22,7 @@ rules in linalg_rules.py.
 
 import numpy as np
 
+from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
 from mytorch.lax._utils import asarray, short
@@ -27,16 +33,15 @@ __all__ = [
     "tridiagonal_solve_p",
 ]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INEXACT = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def _check_float(op, *avals):
-    """Every operand is float32 or float64, all of one dtype."""
+    """Every operand is float32, float64, complex64 or complex128, all of one dtype."""
     for a in avals:
-        if a.dtype not in _FLOATS:
-            raise TypeError(f"{op} needs float32 or float64 operands, got "
-                             f"{short(a)}; convert it first (complex dtypes are not "
-                             "supported yet)")
+        if a.dtype not in _INEXACT:
+            raise TypeError(f"{op} needs float32, float64, complex64 or complex128 "
+                             f"operands, got {short(a)}; convert it first")
     if len({a.dtype for a in avals}) > 1:
         raise TypeError(f"{op} needs operands of one dtype, got "
                          + ", ".join(short(a) for a in avals))
@@ -55,13 +60,16 @@ def _out(shape, dtype):
 
 
 def _symmetrize(x):
-    """(x + xᵀ) / 2 over the last two axes, as lax operations (differentiable); other
-    shapes are left to the primitive's abstract evaluation to reject."""
+    """(x + xᴴ) / 2 over the last two axes (the Hermitian part; xᵀ for real x), as lax
+    operations (differentiable); other shapes are left to the primitive's abstract
+    evaluation to reject."""
     from mytorch.lax import elementwise as ew
     from mytorch.lax import structural as st
 
     n = x.ndim
     xt = st.transpose(x, (*range(n - 2), n - 1, n - 2))
+    if dtypes.is_complex(x.dtype):
+        xt = ew.conj(xt)
     return ew.mul(ew.add(x, xt), 0.5)
 
 
@@ -77,12 +85,14 @@ def _cholesky_abstract_eval(x):
 
 
 def cholesky(x, *, symmetrize_input=True):
-    """Lower Cholesky factor L of symmetric positive-definite matrices, L Lᵀ = x.
+    """Lower Cholesky factor L of Hermitian (real: symmetric) positive-definite matrices,
+    L Lᴴ = x.
 
     Args:
-      x: f[..., n, n] (float32 or float64).
-      symmetrize_input: use (x + xᵀ) / 2, so that only the symmetric part counts (and
-        derivatives stay symmetric); when False only the lower triangle of x is read.
+      x: f[..., n, n] (float32, float64, complex64 or complex128).
+      symmetrize_input: use (x + xᴴ) / 2, so that only the Hermitian part counts (and
+        derivatives stay Hermitian); when False only the lower triangle of x is read (and
+        the real part of its diagonal).
 
     Returns:
       L f[..., n, n], lower triangular; a matrix that is not positive definite gives NaNs
@@ -122,8 +132,9 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     Args:
       a: f[..., k, k]; only its `lower` (or upper) triangle is read, and with
         `unit_diagonal` not its diagonal either (taken as ones).
-      b: f[..., m, n] with k = m (`left_side`) or k = n.
-      transpose_a: op(a) = aᵀ, else a. conjugate_a: conjugates a (no-op for real dtypes).
+      b: f[..., m, n] with k = m (`left_side`) or k = n, a's dtype.
+      transpose_a, conjugate_a: op(a) = a, aᵀ (`transpose_a`), conj(a) (`conjugate_a`) or
+        aᴴ (both); conjugating is a no-op for real dtypes.
 
     Returns:
       x f[..., m, n].
@@ -177,7 +188,7 @@ def _qr_abstract_eval(x, *, full_matrices):
 
 
 def qr(x, *, full_matrices=True):
-    """QR decomposition x = q r, q with orthonormal columns, r upper triangular.
+    """QR decomposition x = q r, q with orthonormal columns (qᴴ q = I), r upper triangular.
 
     Args:
       x: f[..., m, n].
@@ -198,19 +209,20 @@ eigh_p = Primitive("eigh", multiple_results=True, kind="linalg")
 def _eigh_abstract_eval(x, *, lower):
     _check_matrix("eigh", x, square=True)
     _check_float("eigh", x)
-    return [_out(x.shape, x.dtype), _out(x.shape[:-1], x.dtype)]
+    return [_out(x.shape, x.dtype), _out(x.shape[:-1], dtypes.real_dtype(x.dtype))]
 
 
 def eigh(x, *, lower=True, symmetrize_input=True):
-    """Eigendecomposition of symmetric matrices: x v = v diag(w).
+    """Eigendecomposition of Hermitian (real: symmetric) matrices: x v = v diag(w).
 
     Args:
       x: f[..., n, n].
       lower: read the lower triangle (else the upper) when not symmetrizing.
-      symmetrize_input: use (x + xᵀ) / 2.
+      symmetrize_input: use (x + xᴴ) / 2.
 
     Returns:
-      (v f[..., n, n] with the eigenvectors as columns, w f[..., n] ascending).
+      (v f[..., n, n] with orthonormal eigenvectors as columns, w r[..., n] ascending and
+      real: float32 for complex64 x).
     """
     x = asarray(x)
     if symmetrize_input and x.ndim >= 2 and x.shape[-1] == x.shape[-2]:
@@ -228,7 +240,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
     _check_float("svd", x)
     *batch, m, n = x.shape
     k = min(m, n)
-    s = _out((*batch, k), x.dtype)
+    s = _out((*batch, k), dtypes.real_dtype(x.dtype))
     if not compute_uv:
         return [s]
     ku, kv = (m, n) if full_matrices else (k, k)
@@ -236,7 +248,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
 
 
 def svd(x, *, full_matrices=True, compute_uv=True):
-    """Singular value decomposition x = u diag(s) vh.
+    """Singular value decomposition x = u diag(s) vh (vh = vᴴ).
 
     Args:
       x: f[..., m, n].
@@ -245,7 +257,8 @@ def svd(x, *, full_matrices=True, compute_uv=True):
       compute_uv: return (u, s, vh); else only s.
 
     Returns:
-      (u, s, vh) or s f[..., k], descending and non-negative.
+      (u, s, vh) or s r[..., k], real (float32 for complex64 x), descending and
+      non-negative.
     """
     out = svd_p.bind(asarray(x), full_matrices=bool(full_matrices),
                      compute_uv=bool(compute_uv))

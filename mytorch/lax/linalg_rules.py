@@ -1,16 +1,21 @@
 """Derivative, transpose and batching rules of the linear-algebra primitives (linalg.py).
 
 The JVPs are JAX's matrix-calculus rules, written with lax operations (so they
-differentiate again and transpose for reverse mode):
+differentiate again and transpose for reverse mode). Xᴴ is the conjugate transpose (the
+transpose for real X), so one rule serves real and complex operands:
 
-- cholesky: L̇ = L Φ(L⁻¹ Ẋ L⁻ᵀ), Φ the lower triangle with its diagonal halved;
-- triangular_solve: linear in b (its transpose solves with op(a)ᵀ); in a,
-  ẋ = -op(a)⁻¹ op(ȧ) x (or -x op(ȧ) op(a)⁻¹ on the right), ȧ masked to a's triangle;
+- cholesky: L̇ = L Φ(L⁻¹ Ẋ L⁻ᴴ), Φ the lower triangle with its diagonal halved;
+- triangular_solve: linear in b (its transpose solves with op(a)ᵀ: values pair by
+  re(sum(a b)), without conjugation, as in JAX); in a, ẋ = -op(a)⁻¹ op(ȧ) x (or
+  -x op(ȧ) op(a)⁻¹ on the right), ȧ masked to a's triangle;
 - lu: with P A = L U, F = L⁻¹ P Ȧ U⁻¹, L̇ = L tril(F, -1) and U̇ = triu(F) U;
-- qr (reduced, m >= n): JAX's rule through R⁻¹;
-- eigh: ẇ = diag(Vᵀ Ȧ V), V̇ = V (F ∘ Vᵀ Ȧ V) with F_ij = 1 / (w_j - w_i), and 0 where
-  the eigenvalues are equal (degenerate ones: their eigenvectors are not unique);
-- svd: JAX's rule (reduced matrices, or square full ones), 1/(s_j² - s_i²) zero where equal;
+- qr (reduced, m >= n): JAX's rule through R⁻¹, with its correction that keeps R's
+  diagonal real for complex input;
+- eigh: ẇ = re(diag(Vᴴ Ȧ V)), V̇ = V (F ∘ Vᴴ Ȧ V) with F_ij = 1 / (w_j - w_i), and 0
+  where the eigenvalues are equal (degenerate ones: their eigenvectors are not unique);
+- svd: JAX's rule (reduced matrices, or square full ones), 1/(s_j² - s_i²) zero where
+  equal; for complex input U̇ gains the term i im(diag(Uᴴ Ȧ V)) / s that fixes the phase
+  of the singular vectors (it is zero for real input);
 - tridiagonal_solve: linear in b (its transpose solves with Aᵀ); in the diagonals
   ẋ = -A⁻¹ (Ȧ x).
 
@@ -20,6 +25,7 @@ every operand to the front (broadcasting unmapped ones) and binds the same primi
 
 import numpy as np
 
+from mytorch.core import dtypes
 from mytorch.core.ad_util import is_undefined
 from mytorch.core.trace import aval_of
 from mytorch.lax import elementwise as ew
@@ -37,6 +43,31 @@ from mytorch.lax.indexing import take_along_axis
 def _mT(x):
     n = aval_of(x).ndim
     return st.transpose(x, (*range(n - 2), n - 1, n - 2))
+
+
+def _is_complex(x):
+    return dtypes.is_complex(aval_of(x).dtype)
+
+
+def _conj(x):
+    """The complex conjugate; x itself when real."""
+    return ew.conj(x) if _is_complex(x) else x
+
+
+def _mH(x):
+    """The conjugate transpose over the last two axes (the transpose for real x)."""
+    return _conj(_mT(x))
+
+
+def _real(x):
+    """The real part; x itself when real."""
+    return ew.real(x) if _is_complex(x) else x
+
+
+def _like(x, ref):
+    """The real `x` in `ref`'s dtype (complex when ref is), for products with ref."""
+    dtype = aval_of(ref).dtype
+    return x if aval_of(x).dtype == dtype else ew.convert_element_type(x, dtype)
 
 
 def _mm(a, b):
@@ -111,7 +142,8 @@ def _cholesky_jvp(primals, tangents):
     L = la.cholesky_p.bind(x)
     if type(t) is Zero:
         return L, zero_out(L)
-    tmp = la.triangular_solve(L, t, left_side=False, transpose_a=True, lower=True)
+    tmp = la.triangular_solve(L, t, left_side=False, transpose_a=True,
+                              conjugate_a=_is_complex(L), lower=True)
     inner = la.triangular_solve(L, tmp, left_side=True, lower=True)
     phi = ew.sub(_tril(inner), ew.mul(ew.mul(inner, _eye_like(inner)), 0.5))
     return L, _mm(L, phi)
@@ -135,6 +167,8 @@ def _triangular_solve_jvp(primals, tangents, **params):
         g = ew.neg(g)
         if params["transpose_a"]:
             g = _mT(g)
+        if params["conjugate_a"]:
+            g = _conj(g)
 
         def a_inverse(rhs):
             return la.triangular_solve_p.bind(a, rhs, **params)
@@ -221,9 +255,13 @@ def _qr_jvp(primals, tangents, *, full_matrices):
     if type(t) is Zero:
         return [q, r], [zero_out(q), zero_out(r)]
     dx_rinv = la.triangular_solve(r, t)  # dx r⁻¹ (a right-side solve)
-    qt_dx_rinv = _mm(_mT(q), dx_rinv)
+    qt_dx_rinv = _mm(_mH(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
-    do = ew.sub(lower, _mT(lower))  # skew-symmetric
+    do = ew.sub(lower, _mH(lower))  # skew-Hermitian
+    if _is_complex(x):
+        # the imaginary part of the diagonal goes into dq, so that r's diagonal stays real
+        imag_diag = ew.sub(qt_dx_rinv, _like(ew.real(qt_dx_rinv), qt_dx_rinv))
+        do = ew.add(do, ew.mul(_eye_like(qt_dx_rinv), imag_diag))
     dq = ew.add(_mm(q, ew.sub(do, qt_dx_rinv)), dx_rinv)
     dr = _mm(ew.sub(qt_dx_rinv, do), r)
     return [q, r], [dq, dr]
@@ -241,9 +279,9 @@ def _eigh_jvp(primals, tangents, *, lower):
     shape = aval_of(v).shape
     # 1 / (w_j - w_i), 0 where equal
     F = _safe_reciprocal(ew.sub(_row(w, shape), _col(w, shape)))
-    vt_t_v = _mm(_mm(_mT(v), t), v)
-    dv = _mm(v, ew.mul(F, vt_t_v))
-    dw = _diag_sum(vt_t_v)
+    vt_t_v = _mm(_mm(_mH(v), t), v)
+    dv = _mm(v, ew.mul(_like(F, vt_t_v), vt_t_v))
+    dw = _real(_diag_sum(vt_t_v))
     return [v, w], [dv, dw]
 
 
@@ -262,32 +300,33 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     outs = [s] if not compute_uv else [s, U, Vt]
     if type(dA) is Zero:
         return outs, [zero_out(o) for o in outs]
-    Ut, V = _mT(U), _mT(Vt)
+    Ut, V = _mH(U), _mH(Vt)
     dS = _mm(_mm(Ut, dA), V)
     kk = aval_of(dS).shape
     s_row = _row(s, kk)
-    ds = _diag_sum(dS)
+    ds = _real(_diag_sum(dS))
     if not compute_uv:
         return [s], [ds]
     s_col = _col(s, kk)
-    F = _safe_reciprocal(ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col)))
+    F = _like(_safe_reciprocal(ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col))), dS)
     # the diagonal of F is 0 already (s_j² - s_i² = 0 there)
-    dSS = ew.mul(s_row, dS)
-    SdS = ew.mul(s_col, dS)
+    dSS = ew.mul(_like(s_row, dS), dS)
+    SdS = ew.mul(_like(s_col, dS), dS)
     s_inv = _safe_reciprocal(s)
-    s_inv_mat = ew.mul(_eye_like(dS), _row(s_inv, kk))
-    dUdV_diag = ew.mul(ew.mul(ew.sub(dS, _mT(dS)), 0.5), s_inv_mat)
-    dU = _mm(U, ew.add(ew.mul(F, ew.add(dSS, _mT(dSS))), dUdV_diag))
-    dV = _mm(V, ew.mul(F, ew.add(SdS, _mT(SdS))))
+    s_inv_mat = _like(ew.mul(_eye_like(s_row), _row(s_inv, kk)), dS)
+    # (dS - dSᴴ) / 2 on the diagonal: zero for real input, i im(dS_ii) for complex
+    dUdV_diag = ew.mul(ew.mul(ew.sub(dS, _mH(dS)), 0.5), s_inv_mat)
+    dU = _mm(U, ew.add(ew.mul(F, ew.add(dSS, _mH(dSS))), dUdV_diag))
+    dV = _mm(V, ew.mul(F, ew.add(SdS, _mH(SdS))))
     if m > n:
         dAV = _mm(dA, V)
         dU = ew.add(dU, ew.div(ew.sub(dAV, _mm(U, _mm(Ut, dAV))),
-                               _row(s, aval_of(dAV).shape)))
+                               _like(_row(s, aval_of(dAV).shape), dAV)))
     if n > m:
-        dAHU = _mm(_mT(dA), U)
+        dAHU = _mm(_mH(dA), U)
         dV = ew.add(dV, ew.div(ew.sub(dAHU, _mm(V, _mm(Vt, dAHU))),
-                               _row(s, aval_of(dAHU).shape)))
-    return outs, [ds, dU, _mT(dV)]
+                               _like(_row(s, aval_of(dAHU).shape), dAHU)))
+    return outs, [ds, dU, _mH(dV)]
 
 
 la.svd_p.def_jvp(_svd_jvp)

@@ -1,4 +1,6 @@
-"""NumPy kernels of the linear-algebra primitives (mytorch/lax/linalg.py).
+"""NumPy kernels of the linear-algebra primitives (mytorch/lax/linalg.py), for float32,
+float64, complex64 and complex128 (results keep the operand's dtype; eigenvalues and
+singular values take its real dtype).
 
 cholesky, qr, eigh and svd call numpy.linalg (LAPACK), which works on whole stacks of
 matrices. NumPy has no triangular solve, LU or tridiagonal solver, so:
@@ -7,8 +9,9 @@ matrices. NumPy has no triangular solve, LU or tridiagonal solver, so:
   numpy.linalg.solve; a singular triangle (a zero on the diagonal), which LAPACK's solve
   rejects, is solved by substitution instead, giving the infs/NaNs of a triangular solver.
 - lu is Doolittle elimination with partial pivoting (LAPACK getrf's pivots: the largest
-  magnitude in the column, the first on ties), one Python step per column over the whole
-  stack; a zero pivot column is left unscaled, as getrf does.
+  magnitude in the column, |re| + |im| for complex as LAPACK's izamax, the first on ties),
+  one Python step per column over the whole stack; a zero pivot column is left unscaled,
+  as getrf does.
 - tridiagonal_solve is the Thomas algorithm (no pivoting, as cuSPARSE's gtsv2_nopivot):
   one forward and one backward sweep over the rows, vectorised over batch and columns; it
   is exact for the diagonally dominant or positive-definite systems it is meant for.
@@ -24,10 +27,19 @@ def _mT(x):
     return np.swapaxes(x, -1, -2)
 
 
+def _real_dtype(dtype):
+    """float32 for complex64, float64 for complex128; real dtypes are their own."""
+    return np.finfo(dtype).dtype
+
+
 @numpy_backend.register(la.cholesky_p)
 def _cholesky(x):
-    lower = np.tril(x)  # LAPACK reads one triangle: make that explicit for NumPy's call
-    sym = lower + _mT(np.tril(x, -1))
+    # LAPACK reads one triangle (and the real part of a complex diagonal): make that
+    # explicit for NumPy's call, which would otherwise see the upper triangle too
+    lower = np.tril(x, -1)
+    diag = np.real(np.diagonal(x, 0, -2, -1))
+    sym = lower + np.conj(_mT(lower))
+    sym[..., np.arange(x.shape[-1]), np.arange(x.shape[-1])] = diag
     try:
         return np.linalg.cholesky(sym).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError:
@@ -62,6 +74,8 @@ def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_
         n = a.shape[-1]
         tri = tri.copy()
         tri[..., np.arange(n), np.arange(n)] = 1
+    if conjugate_a and np.iscomplexobj(tri):
+        tri = np.conj(tri)
     if transpose_a:
         tri, lower = _mT(tri), not lower
     # x op(a) = b  <=>  op(a)ᵀ xᵀ = bᵀ
@@ -86,9 +100,10 @@ def _lu(x):
     rows = np.arange(nb)
     pivots = np.zeros((nb, k), np.int32)
     perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
+    magnitude = (lambda v: np.abs(v.real) + np.abs(v.imag)) if np.iscomplexobj(a) else np.abs
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+            p = j + np.argmax(magnitude(a[:, j:, j]), axis=1)
             pivots[:, j] = p
             # swap rows j and p of every matrix (and of the permutation)
             a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
@@ -111,16 +126,17 @@ def _qr(x, *, full_matrices):
 def _eigh(x, *, lower):
     with np.errstate(under="ignore"):
         w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
-    return [v.astype(x.dtype, copy=False), w.astype(x.dtype, copy=False)]
+    return [v.astype(x.dtype, copy=False), w.astype(_real_dtype(x.dtype), copy=False)]
 
 
 @numpy_backend.register(la.svd_p)
 def _svd(x, *, full_matrices, compute_uv):
     with np.errstate(under="ignore"):
         if not compute_uv:
-            return [np.linalg.svd(x, compute_uv=False).astype(x.dtype, copy=False)]
+            return [np.linalg.svd(x, compute_uv=False).astype(_real_dtype(x.dtype),
+                                                              copy=False)]
         u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
-    return [s.astype(x.dtype, copy=False), u.astype(x.dtype, copy=False),
+    return [s.astype(_real_dtype(x.dtype), copy=False), u.astype(x.dtype, copy=False),
             vh.astype(x.dtype, copy=False)]
 
 
