@@ -95,7 +95,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
 
 
 def _check_dtypes(name, in_avals, out_avals):
-    kinds = {"f" if dtypes.is_float(a.dtype) else "i" if np.issubdtype(a.dtype, np.integer)
+    kinds = {"f" if dtypes.is_inexact(a.dtype) else "i" if np.issubdtype(a.dtype, np.integer)
              else "other" for a in [*in_avals, *out_avals]}
     if len(kinds) > 1 or "other" in kinds:
         ins = ", ".join(a.str_short() for a in in_avals)
