@@ -1,5 +1,7 @@
 """`mnp.linalg` functions built from the factorisations: pinv, lstsq, matrix_power,
-matrix_rank, cond, multi_dot, tensorsolve, tensorinv.
+matrix_rank, cond, multi_dot, tensorsolve, tensorinv. Complex input takes conjugate
+transposes where real input takes transposes (pinv = V S⁺ Uᴴ); tolerances, residuals,
+ranks and condition numbers are real.
 
     pinv(f32[B,m,n]) -> f32[B,n,m]     lstsq(f32[m,n], f32[m,k]) -> (x, resid, rank, s)
 """
@@ -10,7 +12,7 @@ import operator
 from mytorch import numpy as mnp
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
-from mytorch.numpy._linalg_solvers import inexact, inv, matrix, mT, solve, svd
+from mytorch.numpy._linalg_solvers import inexact, inv, matrix, mH, real_dtype, solve, svd
 
 __all__ = ["pinv", "lstsq", "matrix_power", "matrix_rank", "cond", "multi_dot",
            "tensorsolve", "tensorinv"]
@@ -30,24 +32,24 @@ def _pinv(a, rtol):
     # singular values at or below rtol * the largest are dropped (their reciprocal is 0)
     cutoff = rtol[..., None] * s[..., 0:1]
     s = mnp.where(s > cutoff, s, mnp.inf)
-    return mnp.matmul(mT(vh), mT(u) / s[..., None])
+    return mnp.matmul(mH(vh), mH(u) / s[..., None].astype(u.dtype))
 
 
 @_pinv.defjvp
 def _pinv_jvp(primals, tangents):
     """Golub and Pereyra's formula for the derivative of the pseudo-inverse (as JAX's): it
     does not go through the SVD's derivative, which is undefined at repeated singular
-    values."""
+    values. (ᴴ for complex a.)"""
     (a, rtol), (da, _) = primals, tangents
     p = _pinv(a, rtol)
     if a.shape[-2] >= a.shape[-1]:
-        s = mnp.matmul(mnp.matmul(p, mT(p)), mT(da))
-        t = mnp.matmul(mnp.matmul(mT(da), mT(p)), p)
+        s = mnp.matmul(mnp.matmul(p, mH(p)), mH(da))
+        t = mnp.matmul(mnp.matmul(mH(da), mH(p)), p)
         dp = (-mnp.matmul(mnp.matmul(p, da), p) + s - mnp.matmul(mnp.matmul(s, a), p) + t
               - mnp.matmul(mnp.matmul(p, a), t))
     else:
-        s = mnp.matmul(p, mnp.matmul(mT(p), mT(da)))
-        t = mnp.matmul(mT(da), mnp.matmul(mT(p), p))
+        s = mnp.matmul(p, mnp.matmul(mH(p), mH(da)))
+        t = mnp.matmul(mH(da), mnp.matmul(mH(p), p))
         dp = (-mnp.matmul(p, mnp.matmul(da, p)) + s - mnp.matmul(p, mnp.matmul(a, s)) + t
               - mnp.matmul(mnp.matmul(t, a), p))
     return p, dp
@@ -67,10 +69,10 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     if m == 0 or n == 0:
         return mnp.zeros(a.shape[:-2] + (n, m), a.dtype)
     if hermitian:
-        a = (a + mT(a)) / 2
+        a = (a + mH(a)) / 2
     if rtol is None:
         rtol = 10.0 * max(m, n) * _eps(a.dtype)
-    rtol = mnp.broadcast_to(mnp.asarray(rtol, a.dtype), a.shape[:-2])
+    rtol = mnp.broadcast_to(mnp.asarray(rtol, real_dtype(a)), a.shape[:-2])
     return _pinv(a, rtol)
 
 
@@ -101,9 +103,10 @@ def lstsq(a, b, rcond=None):
     else:
         keep = s >= rcond * s[0]
         rank = mnp.sum(keep).astype(mnp.int32)
-        s_inv = mnp.where(keep, 1 / mnp.where(keep, s, 1), 0)[:, None]
-        x = mnp.matmul(mT(vh), s_inv * mnp.matmul(mT(u), b))
-    resid = mnp.sum((b - mnp.matmul(a, x)) ** 2, axis=0)
+        s_inv = mnp.where(keep, 1 / mnp.where(keep, s, 1), 0)[:, None].astype(a.dtype)
+        x = mnp.matmul(mH(vh), s_inv * mnp.matmul(mH(u), b))
+    r = b - mnp.matmul(a, x)
+    resid = mnp.sum(mnp.real(r * mnp.conj(r)) if mnp.iscomplexobj(r) else r ** 2, axis=0)
     if vector:
         x = x[:, 0]
         resid = resid.reshape((1,))
@@ -147,8 +150,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     if tol is None:
         if rtol is None:
             rtol = max(A.shape[-2:]) * _eps(A.dtype)
-        tol = mnp.max(s, axis=-1) * mnp.asarray(rtol, A.dtype)
-    tol = mnp.asarray(tol, A.dtype)
+        tol = mnp.max(s, axis=-1) * mnp.asarray(rtol, s.dtype)
+    tol = mnp.asarray(tol, s.dtype)
     return mnp.sum(s > tol[..., None], axis=-1).astype(mnp.int32)
 
 

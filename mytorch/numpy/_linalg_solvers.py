@@ -2,13 +2,16 @@
 qr, eigh, eigvalsh, svd, solve, inv, det, slogdet, and the LU helpers they share with
 `mt.scipy.linalg`.
 
-Every function takes real float32/float64 matrices (ints and bools become the default
-float), batched over leading dimensions with NumPy broadcasting where two operands meet.
-float16/bfloat16 raise TypeError, as in NumPy. A singular matrix cannot raise at trace
-time: `solve` and `inv` give inf/nan there, `det` gives 0 and `slogdet` (0, -inf), as in
-JAX. Derivatives come from the primitives' rules; `det` and `slogdet` carry JAX's
-closed-form rules (det's through a cofactor solve that stays finite at a rank-deficient
-matrix).
+Every function takes float32/float64 and complex64/complex128 matrices (ints and bools
+become the default float), batched over leading dimensions with NumPy broadcasting where
+two operands meet. float16/bfloat16 raise TypeError, as in NumPy. For complex input the
+symmetric cases read Hermitian: cholesky gives L with L Lᴴ = a, eigh decomposes the
+Hermitian part and returns real eigenvalues, svd's singular values are real, and slogdet's
+sign is a complex number of modulus 1 (its logabsdet stays real). A singular matrix cannot
+raise at trace time: `solve` and `inv` give inf/nan there, `det` gives 0 and `slogdet`
+(0, -inf), as in JAX. Derivatives come from the primitives' rules; `det` and `slogdet`
+carry JAX's closed-form rules (det's through a cofactor solve that stays finite at a
+rank-deficient matrix).
 
     solve(f32[B,n,n], f32[B,n,k]) -> f32[B,n,k]     det(f32[B,n,n]) -> f32[B]
 """
@@ -39,11 +42,11 @@ def _s(x):
 
 
 def inexact(name, *xs):
-    """`xs` as arrays of one float32/float64 dtype (ints and bools give the default
-    float); float16/bfloat16 raise TypeError, as NumPy's linalg does."""
+    """`xs` as arrays of one float32/float64/complex64/complex128 dtype (ints and bools
+    give the default float); float16/bfloat16 raise TypeError, as NumPy's linalg does."""
     xs = [asarray_any(x) for x in xs]
     dtype = result_type(*xs)
-    if not dtypes.is_float(dtype):
+    if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
     if dtype in (dtypes.float16, dtypes.bfloat16):
         raise user_error(TypeError, f"{name}: {dtype} is unsupported in linear algebra; "
@@ -66,6 +69,17 @@ def matrix(name, a, square=False):
 def mT(x):
     """Swap the last two axes."""
     return mnp.swapaxes(x, -1, -2)
+
+
+def mH(x):
+    """The conjugate transpose over the last two axes (the transpose for real x)."""
+    x = mT(x)
+    return mnp.conj(x) if dtypes.is_complex(x.dtype) else x
+
+
+def real_dtype(x):
+    """The dtype of `x`'s real parts: float32 for complex64, else x's own dtype."""
+    return dtypes.real_dtype(x.dtype)
 
 
 def eye_like(a):
@@ -91,29 +105,31 @@ def permute_rows(b, perm):
 
 
 def lu_solve(lu, perm, b, trans=0):
-    """Solve `a x = b` (trans 0) or `aᵀ x = b` (trans 1) from `a`'s LU factors
-    (`a[perm] = L U`, L unit lower triangular): lu [..., m, m], perm [..., m],
-    b [..., m, k] with the same batch shape."""
+    """Solve `a x = b` (trans 0), `aᵀ x = b` (trans 1) or `aᴴ x = b` (trans 2) from
+    `a`'s LU factors (`a[perm] = L U`, L unit lower triangular): lu [..., m, m],
+    perm [..., m], b [..., m, k] with the same batch shape."""
     if trans == 0:
         x = permute_rows(b, perm)
         x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True,
                                         unit_diagonal=True)
         return lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-    # aᵀ = Uᵀ Lᵀ P: solve with Uᵀ, then Lᵀ, then undo the row permutation
-    x = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
+    # aᵀ = Uᵀ Lᵀ P (aᴴ = Uᴴ Lᴴ P): solve with Uᵀ, then Lᵀ, then undo the row permutation
+    conj = trans == 2
+    x = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True,
+                                    conjugate_a=conj)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, transpose_a=True,
-                                    unit_diagonal=True)
+                                    conjugate_a=conj, unit_diagonal=True)
     return permute_rows(x, mnp.argsort(perm, axis=-1))
 
 
 def cholesky(a, /, *, upper=False, symmetrize_input=True):
-    """The Cholesky factor of a symmetric positive-definite `a` [..., n, n]: lower `L`
-    with `a = L Lᵀ` (or `Lᵀ` with `upper=True`). A matrix that is not positive definite
-    gives NaNs (NumPy raises; a traced value cannot)."""
+    """The Cholesky factor of a Hermitian (real: symmetric) positive-definite `a`
+    [..., n, n]: lower `L` with `a = L Lᴴ` (or `Lᴴ` with `upper=True`). A matrix that is
+    not positive definite gives NaNs (NumPy raises; a traced value cannot)."""
     (a,) = inexact("cholesky", a)
     matrix("cholesky", a, square=True)
     lower = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-    return mT(lower) if upper else lower
+    return mH(lower) if upper else lower
 
 
 def qr(a, mode="reduced"):
@@ -130,10 +146,10 @@ def qr(a, mode="reduced"):
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):
-    """Eigenvalues (ascending, [..., n]) and eigenvectors (the columns of [..., n, n]) of a
-    symmetric `a` [..., n, n]. UPLO "L" (default) or "U" names the triangle used; with
-    `symmetrize_input` (default, as JAX) `(a + aᵀ)/2` is decomposed, which keeps the
-    derivative symmetric."""
+    """Eigenvalues (ascending and real, [..., n]: float32 for complex64) and eigenvectors
+    (the columns of [..., n, n]) of a Hermitian (real: symmetric) `a` [..., n, n]. UPLO
+    "L" (default) or "U" names the triangle used; with `symmetrize_input` (default, as
+    JAX) `(a + aᴴ)/2` is decomposed, which keeps the derivative Hermitian."""
     (a,) = inexact("eigh", a)
     matrix("eigh", a, square=True)
     if UPLO not in (None, "L", "U"):
@@ -143,7 +159,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):
 
 
 def eigvalsh(a, UPLO="L"):
-    """The eigenvalues of a symmetric `a` [..., n, n], ascending: [..., n]."""
+    """The eigenvalues of a Hermitian `a` [..., n, n], ascending and real: [..., n]."""
     (a,) = inexact("eigvalsh", a)
     matrix("eigvalsh", a, square=True)
     return eigh(a, UPLO).eigenvalues
@@ -151,8 +167,9 @@ def eigvalsh(a, UPLO="L"):
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """The singular value decomposition `a = U diag(S) Vh` of `a` [..., m, n], k = min(m,
-    n): U [..., m, m or k], S [..., k] descending, Vh [..., n or k, n]; S alone when
-    `compute_uv` is False. `hermitian=True` takes `a` symmetric and goes through eigh."""
+    n): U [..., m, m or k], S [..., k] descending and real (float32 for complex64), Vh
+    [..., n or k, n]; S alone when `compute_uv` is False. `hermitian=True` takes `a`
+    Hermitian (real: symmetric) and goes through eigh."""
     (a,) = inexact("svd", a)
     matrix("svd", a)
     if hermitian:
@@ -165,18 +182,18 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 def _svd_hermitian(a, compute_uv):
-    """A symmetric matrix's SVD from its eigendecomposition: S = |w| sorted descending,
-    U = the eigenvectors in that order, Vh = Uᵀ with the eigenvalues' signs on its rows."""
+    """A Hermitian matrix's SVD from its eigendecomposition: S = |w| sorted descending,
+    U = the eigenvectors in that order, Vh = Uᴴ with the eigenvalues' signs on its rows."""
     v, w = lax_linalg.eigh(a)
     s = mnp.abs(w)
     order = mnp.flip(mnp.argsort(s, axis=-1), axis=-1)
     s = mnp.take_along_axis(s, order, axis=-1)
     if not compute_uv:
         return s
-    sign = mnp.take_along_axis(mnp.sign(w), order, axis=-1)
+    sign = mnp.take_along_axis(mnp.sign(w), order, axis=-1).astype(a.dtype)
     cols = mnp.broadcast_to(lax.expand_dims(order, (order.ndim - 1,)), v.shape)
     u = mnp.take_along_axis(v, cols, axis=-1)
-    vh = mT(u * sign[..., None, :])
+    vh = mH(u * sign[..., None, :])
     return SVDResult(u, s, vh)
 
 
@@ -215,12 +232,18 @@ def _pivot_sign(pivots, dtype):
 
 def _slogdet_lu(a):
     """(sign, log|det a|) from a's LU factors: the sign counts the pivot swaps and the
-    negative diagonal entries; a zero pivot gives (0, -inf)."""
+    negative diagonal entries (for complex a: times the product of the diagonal's phases
+    u / |u|); a zero pivot gives (0, -inf)."""
     lu, pivots, _ = lax_linalg.lu(a)
     diag = mnp.diagonal(lu, 0, -2, -1)
     is_zero = mnp.any(diag == 0, axis=-1)
-    negative = mnp.count_nonzero(diag < 0, axis=-1)
-    sign = _pivot_sign(pivots, a.dtype) * mnp.where(negative % 2 == 1, -1, 1).astype(a.dtype)
+    if dtypes.is_complex(a.dtype):
+        phases = diag / mnp.where(diag == 0, 1, mnp.abs(diag)).astype(a.dtype)
+        sign = _pivot_sign(pivots, a.dtype) * mnp.prod(phases, axis=-1)
+    else:
+        negative = mnp.count_nonzero(diag < 0, axis=-1)
+        sign = _pivot_sign(pivots, a.dtype) * mnp.where(negative % 2 == 1, -1,
+                                                        1).astype(a.dtype)
     sign = mnp.where(is_zero, mnp.zeros_like(sign), sign)
     logdet = mnp.sum(mnp.log(mnp.abs(diag)), axis=-1)
     logdet = mnp.where(is_zero, mnp.full_like(logdet, -float("inf")), logdet)
@@ -234,17 +257,23 @@ def _slogdet(a):
 
 @_slogdet.defjvp
 def _slogdet_jvp(primals, tangents):
-    """d log|det a| = tr(a⁻¹ da); the sign is piecewise constant."""
+    """With t = tr(a⁻¹ da): d log|det a| = re(t), and d sign = i im(t) sign (zero for
+    real a: the sign is piecewise constant), as JAX."""
     (a,), (da,) = primals, tangents
     sign, logdet = _slogdet(a)
     dlog = mnp.trace(solve(a, da), 0, -2, -1)
-    return (sign, logdet), (mnp.zeros_like(sign), dlog)
+    if not dtypes.is_complex(a.dtype):
+        return (sign, logdet), (mnp.zeros_like(sign), dlog)
+    dlog_real = mnp.real(dlog)
+    dsign = (dlog - dlog_real.astype(dlog.dtype)) * sign
+    return (sign, logdet), (dsign, dlog_real)
 
 
 def slogdet(a):
     """(sign, log|det a|) of a square `a` [..., n, n], each [...]; (0, -inf) when `a` is
-    singular. The log is computed from the LU factors, so it does not overflow where det
-    would."""
+    singular. For complex `a` the sign is complex with modulus 1 and log|det a| real (its
+    real dtype). The log is computed from the LU factors, so it does not overflow where
+    det would."""
     (a,) = inexact("slogdet", a)
     matrix("slogdet", a, square=True)
     return SlogdetResult(*_slogdet(a))
@@ -283,7 +312,7 @@ def _cofactor_solve(a, b):
 @custom_jvp
 def _det(a):
     sign, logdet = _slogdet_lu(a)
-    return sign * mnp.exp(logdet)
+    return sign * mnp.exp(logdet).astype(a.dtype)
 
 
 @_det.defjvp

@@ -3,7 +3,8 @@
 `lax.linalg` primitives.
 
 Norms follow `numpy.linalg.norm`; the matrix orders 2, -2 and "nuc" go through singular
-values. float16 and bfloat16 norms accumulate in float32 and round once at the end.
+values. float16 and bfloat16 norms accumulate in float32 and round once at the end. Norms
+of complex arrays are of the magnitudes |x| and real (float32 for complex64).
 """
 
 import operator
@@ -25,6 +26,7 @@ from mytorch.numpy._linalg_derived import (
     tensorinv,
     tensorsolve,
 )
+from mytorch.numpy._linalg_eig import EigResult, eig, eigvals
 from mytorch.numpy._linalg_solvers import (
     EighResult,
     QRResult,
@@ -47,7 +49,7 @@ __all__ = [
     "diagonal", "tensordot", "matmul", "cross", "cholesky", "qr", "eigh", "eigvalsh", "svd",
     "solve", "inv", "det", "slogdet", "pinv", "lstsq", "matrix_power", "matrix_rank", "cond",
     "multi_dot", "tensorsolve", "tensorinv", "svdvals", "EighResult", "QRResult",
-    "SlogdetResult", "SVDResult",
+    "SlogdetResult", "SVDResult", "eig", "eigvals", "EigResult",
 ]
 
 _INF = float("inf")
@@ -60,7 +62,10 @@ def _s(x):
 
 def _inexact(x):
     """(x in its computation dtype, result dtype): ints/bools give the default float;
-    float16/bfloat16 compute in float32."""
+    float16/bfloat16 compute in float32; complex x computes as itself, its norms are of
+    its real dtype."""
+    if dtypes.is_complex(x.dtype):
+        return x, dtypes.real_dtype(x.dtype)
     out = x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float()
     work = dtypes.float32 if out in (dtypes.float16, dtypes.bfloat16) else out
     return lax.convert_element_type(x, work, weak_type=x.weak_type), out
@@ -123,14 +128,16 @@ def _vector(name, x, axes, ord, keepdims):
         reduce = lax.reduce_max if p > 0 else lax.reduce_min
         r = reduce(lax.abs(y), axes)
     elif p == 0:
-        r = lax.reduce_sum(lax.convert_element_type(lax.ne(y, 0.0), y.dtype), axes)
+        nonzero = lax.ne(y, lax.full_like(y, 0))
+        r = lax.reduce_sum(lax.convert_element_type(nonzero, dtypes.real_dtype(y.dtype)), axes)
     elif p == 1:
         r = lax.reduce_sum(lax.abs(y), axes)
     elif p == 2:
         r = _l2(y, axes)
     else:
-        with_p = lax.pow(lax.abs(y), lax.convert_element_type(p, y.dtype))
-        r = lax.pow(lax.reduce_sum(with_p, axes), lax.convert_element_type(1.0 / p, y.dtype))
+        mag = lax.abs(y)
+        with_p = lax.pow(mag, lax.convert_element_type(p, mag.dtype))
+        r = lax.pow(lax.reduce_sum(with_p, axes), lax.convert_element_type(1.0 / p, mag.dtype))
     return _finish(r, out, weak, shape)
 
 
@@ -269,8 +276,15 @@ def cross(x1, x2, /, *, axis=-1):
     return _products.cross(a, b, axis=axis)
 
 
+def _abs2(y, t):
+    """re(conj(y) t) elementwise (y t for real y): |y|² when t is y."""
+    if dtypes.is_complex(y.dtype):
+        return lax.real(lax.mul(lax.conj(y), t))
+    return lax.mul(y, t)
+
+
 def _l2_impl(axes, y):
-    return lax.sqrt(lax.reduce_sum(lax.mul(y, y), axes))
+    return lax.sqrt(lax.reduce_sum(_abs2(y, y), axes))
 
 
 _l2_safe = custom_jvp(_l2_impl, nondiff_argnums=(0,))
@@ -278,12 +292,13 @@ _l2_safe = custom_jvp(_l2_impl, nondiff_argnums=(0,))
 
 @_l2_safe.defjvp
 def _l2_jvp(axes, primals, tangents):
-    """d||y|| = <y, t> / ||y||, and 0 at y = 0 (where sqrt's derivative would give NaN)."""
+    """d||y|| = re(<conj(y), t>) / ||y||, and 0 at y = 0 (where sqrt's derivative would
+    give NaN)."""
     (y,), (t,) = primals, tangents
     r = _l2_safe(axes, y)
     zero = lax.eq(r, lax.full_like(r, 0))
     safe_r = lax.select(zero, lax.full_like(r, 1), r)
-    dot = lax.reduce_sum(lax.mul(y, t), axes)
+    dot = lax.reduce_sum(_abs2(y, t), axes)
     return r, lax.select(zero, lax.full_like(r, 0), lax.div(dot, safe_r))
 
 

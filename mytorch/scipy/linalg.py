@@ -2,9 +2,11 @@
 LU factorisation as P, L, U, the matrix exponential, block_diag, and SciPy's spellings of
 solve, eigh, cholesky, qr, svd, det and inv.
 
-Real float32/float64 matrices, batched over leading dimensions (ints and bools become the
-default float). SciPy's `overwrite_*` and `check_finite` arguments are accepted and
-ignored: arrays are immutable, and a traced value cannot be checked.
+float32/float64 and complex64/complex128 matrices, batched over leading dimensions (ints
+and bools become the default float); for complex input the symmetric cases read Hermitian
+(Cholesky factors with a = L Lᴴ = Uᴴ U) and trans=2 solves with the conjugate transpose.
+SciPy's `overwrite_*` and `check_finite` arguments are accepted and ignored: arrays are
+immutable, and a traced value cannot be checked.
 
     solve_triangular(f32[B,n,n], f32[B,n,k]) -> f32[B,n,k]     expm(f32[n,n]) -> f32[n,n]
 """
@@ -15,7 +17,7 @@ from mytorch.vectorize import vmap
 from mytorch.core.source_info import user_error
 from mytorch.lax import linalg as lax_linalg
 from mytorch.numpy._linalg_solvers import broadcast_batch, inexact, lu_solve as _lu_solve
-from mytorch.numpy._linalg_solvers import matrix, mT
+from mytorch.numpy._linalg_solvers import matrix, mT, real_dtype
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
            "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv"]
@@ -40,9 +42,10 @@ def _as_matrix_rhs(name, a, b):
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
                      debug=None, check_finite=True):
-    """The solution `x` of `a x = b` (trans 0 or "N") or `aᵀ x = b` (1, "T", or 2, "C")
-    for a triangular `a` [..., n, n] (only its `lower` or upper triangle is read; with
-    `unit_diagonal` its diagonal is taken as ones); b [..., n] or [..., n, k]."""
+    """The solution `x` of `a x = b` (trans 0 or "N"), `aᵀ x = b` (1 or "T") or
+    `aᴴ x = b` (2 or "C") for a triangular `a` [..., n, n] (only its `lower` or upper
+    triangle is read; with `unit_diagonal` its diagonal is taken as ones); b [..., n] or
+    [..., n, k]."""
     del overwrite_b, debug, check_finite
     a, b = inexact("solve_triangular", a, b)
     matrix("solve_triangular", a, square=True)
@@ -52,14 +55,15 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     a, b, vector = _as_matrix_rhs("solve_triangular", a, b)
     x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower,
                                     transpose_a=trans not in (0, "N"),
+                                    conjugate_a=trans in (2, "C"),
                                     unit_diagonal=bool(unit_diagonal))
     return x[..., 0] if vector else x
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """The Cholesky factor of a symmetric positive-definite `a` [..., n, n]: upper `U`
-    with `a = Uᵀ U`, or lower `L` with `a = L Lᵀ` (NaN where `a` is not positive
-    definite)."""
+    """The Cholesky factor of a Hermitian (real: symmetric) positive-definite `a`
+    [..., n, n]: upper `U` with `a = Uᴴ U`, or lower `L` with `a = L Lᴴ` (NaN where `a`
+    is not positive definite)."""
     del overwrite_a, check_finite
     return mnp.linalg.cholesky(a, upper=not lower)
 
@@ -77,10 +81,11 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, b = inexact("cho_solve", c, b)
     matrix("cho_solve", c, square=True)
     c, b, vector = _as_matrix_rhs("cho_solve", c, b)
-    # a = L Lᵀ: solve L y = b, then Lᵀ x = y (with U = Lᵀ the transposes swap)
+    # a = L Lᴴ: solve L y = b, then Lᴴ x = y (with U = Lᴴ the transposes swap)
     x = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower,
-                                    transpose_a=not lower)
-    x = lax_linalg.triangular_solve(c, x, left_side=True, lower=lower, transpose_a=lower)
+                                    transpose_a=not lower, conjugate_a=not lower)
+    x = lax_linalg.triangular_solve(c, x, left_side=True, lower=lower, transpose_a=lower,
+                                    conjugate_a=lower)
     return x[..., 0] if vector else x
 
 
@@ -108,7 +113,7 @@ def _pivots_to_permutation(pivots, m):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """The solution of `a x = b` (trans 0) or `aᵀ x = b` (1 or 2) from
+    """The solution of `a x = b` (trans 0), `aᵀ x = b` (1) or `aᴴ x = b` (2) from
     `lu_factor(a)`'s (lu, piv); b [..., n] or [..., n, k]."""
     del overwrite_b, check_finite
     lu_, pivots = lu_and_piv
@@ -119,13 +124,13 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     perm = _pivots_to_permutation(mnp.asarray(pivots), lu_.shape[-1])
     lu_, b, vector = _as_matrix_rhs("lu_solve", lu_, b)
     perm = mnp.broadcast_to(perm, lu_.shape[:-1])
-    x = _lu_solve(lu_, perm, b, trans=min(trans, 1))
+    x = _lu_solve(lu_, perm, b, trans=trans)
     return x[..., 0] if vector else x
 
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     """The LU factorisation `a = P L U` of `a` [..., m, n], k = min(m, n): P [..., m, m]
-    a permutation matrix, L [..., m, k] unit lower triangular, U [..., k, n] upper
+    a permutation matrix (of a's real dtype), L [..., m, k] unit lower triangular, U [..., k, n] upper
     triangular; (P L, U) with `permute_l`."""
     del overwrite_a, check_finite
     (a,) = inexact("lu", a)
@@ -133,12 +138,13 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     lu_, _, perm = lax_linalg.lu(a)
     m, n = a.shape[-2:]
     k = min(m, n)
-    # a[perm] = L U, so row perm[i] of a is row i of L U: P[perm[i], i] = 1
-    p = (perm[..., None, :] == mnp.arange(m)[:, None]).astype(a.dtype)
+    # a[perm] = L U, so row perm[i] of a is row i of L U: P[perm[i], i] = 1 (P is real,
+    # float32 for complex64 a, as SciPy and JAX)
+    p = (perm[..., None, :] == mnp.arange(m)[:, None]).astype(real_dtype(a))
     lower = mnp.tril(lu_, -1)[..., :, :k] + mnp.eye(m, k, dtype=a.dtype)
     upper = mnp.triu(lu_)[..., :k, :]
     if permute_l:
-        return mnp.matmul(p, lower), upper
+        return mnp.matmul(p.astype(a.dtype), lower), upper
     return p, lower, upper
 
 
@@ -185,11 +191,12 @@ def _pade(order, a):
 def _expm_2d(a, max_squarings):
     """exp(a) for one matrix: scale by 2⁻ˢ so that the 1-norm is small, take the Padé
     approximant whose order the norm calls for, and square s times."""
-    bounds, top, orders = _THETA["float64" if a.dtype == mnp.float64 else "float32"]
+    double = a.dtype in (mnp.float64, mnp.complex128)
+    bounds, top, orders = _THETA["float64" if double else "float32"]
     norm1 = mnp.max(mnp.sum(mnp.abs(a), axis=0))
     squarings = mnp.maximum(0, mnp.floor(mnp.log2(norm1 / top)))
     a = a / (2.0 ** squarings).astype(a.dtype)
-    index = mnp.digitize(norm1, mnp.asarray(bounds, a.dtype))
+    index = mnp.digitize(norm1, mnp.asarray(bounds, norm1.dtype))
     u, v = lax.switch(index, [lambda x, o=o: _pade(o, x) for o in orders], a)
     r = mnp.linalg.solve(v - u, v + u)
 
