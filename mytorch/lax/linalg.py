@@ -297,3 +297,5 @@ def tridiagonal_solve(dl, d, du, b):
       x f[..., m, n].
     """
     return tridiagonal_solve_p.bind(asarray(dl), asarray(d), asarray(du), asarray(b))
+
+from mytorch.lax.linalg_eig import eig, eig_p  # noqa: E402,F401  (needs the primitives above)
