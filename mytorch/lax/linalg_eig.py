@@ -103,24 +103,14 @@ def _col_broadcast(v, shape):
     return st.broadcast_in_dim(v, shape, (*range(nb), nb))
 
 
-def _complex_solve(a, b):
-    """a⁻¹ b for complex a [..., n, n] and b [..., n, k], as the real system
-    [[re a, -im a], [im a, re a]] [re x; im x] = [re b; im b] through the real LU."""
-    shape = aval_of(a).shape
-    nd, n = len(shape), shape[-1]
-    ar, ai = ew.real(a), ew.imag(a)
-    big = st.concatenate([st.concatenate([ar, ew.neg(ai)], nd - 1),
-                          st.concatenate([ai, ar], nd - 1)], nd - 2)
-    rhs = st.concatenate([ew.real(b), ew.imag(b)], nd - 2)
-    lu, _, perm = la.lu_p.bind(big)
-    rows = st.broadcast_in_dim(perm, aval_of(rhs).shape, (*range(nd - 2), nd - 2))
-    y = la.triangular_solve(lu, take_along_axis(rhs, rows, nd - 2), left_side=True,
+def _solve(a, b):
+    """a⁻¹ b for complex a [..., n, n] and b [..., n, k], through the LU factors of a."""
+    nd = aval_of(a).ndim
+    lu, _, perm = la.lu_p.bind(a)
+    rows = st.broadcast_in_dim(perm, aval_of(b).shape, (*range(nd - 2), nd - 2))
+    y = la.triangular_solve(lu, take_along_axis(b, rows, nd - 2), left_side=True,
                             lower=True, unit_diagonal=True)
-    x = la.triangular_solve(lu, y, left_side=True, lower=False)
-    xs = aval_of(x).shape
-    top = st.slice(x, (0,) * nd, (*xs[:-2], n, xs[-1]))
-    bottom = st.slice(x, (0,) * (nd - 2) + (n, 0), xs)
-    return ew.complex(top, bottom)
+    return la.triangular_solve(lu, y, left_side=True, lower=False)
 
 
 def _eigenvector_jvp(w, v, da):
@@ -133,7 +123,7 @@ def _eigenvector_jvp(w, v, da):
     # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
     gap = ew.add(eye, ew.sub(_row_broadcast(w, shape), _col_broadcast(w, shape)))
     F = ew.sub(ew.div(st.full_like(gap, 1), gap), eye)
-    P = _mm(_complex_solve(v, da), v)
+    P = _mm(_solve(v, da), v)
     dw = reduce_sum(ew.select(diag, P, st.full_like(P, 0)), (nd - 1,))
     U = _mm(v, ew.mul(F, P))
     # v̇_j = u_j + c_j v_j: unit norm fixes re c_j = -re(v_jᴴ u_j); a real component
@@ -159,7 +149,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     if not (compute_left_eigenvectors or compute_right_eigenvectors):
         # diag(V⁻¹ Ȧ V) without forming the product
         nd = aval_of(vr).ndim
-        return primal_out, [reduce_sum(ew.mul(_complex_solve(vr, dx), _mT(vr)), (nd - 1,))]
+        return primal_out, [reduce_sum(ew.mul(_solve(vr, dx), _mT(vr)), (nd - 1,))]
     dw, dvr = _eigenvector_jvp(w, vr, dx)
     tangent_out = [dw]
     if compute_left_eigenvectors:
