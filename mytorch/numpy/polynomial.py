@@ -1,18 +1,26 @@
 """Polynomials as coefficient arrays, highest power first (NumPy's `poly1d` order):
-polyval, polyadd, polysub, polymul, polyder, polyint, polyfit, and vander."""
+polyval, polyadd, polysub, polymul, polyder, polyint, polyfit, vander, and roots and poly
+(through the eigenvalues of the companion matrix and back)."""
 
 import operator
+
+import numpy as np
 
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
+from mytorch.core.trace import Tracer
+from mytorch.errors import ConcretizationTypeError
+from mytorch.lax import linalg as lax_linalg
+from mytorch.numpy import reductions as _reductions
 from mytorch.numpy._promote import promote_dtypes
+from mytorch.numpy.comparisons import where
 from mytorch.numpy.creation import arange, asarray, zeros
 from mytorch.numpy.joining import concatenate
 from mytorch.numpy.signal import convolve
 
 __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit",
-           "vander"]
+           "vander", "roots", "poly"]
 
 
 def _coeffs(name, p):
@@ -172,3 +180,90 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
             fac = resids / (x.shape[0] - order)
         return (c, base * fac) if c.ndim == 1 else (c, base[:, :, None] * fac)
     return c
+
+
+def _concrete(op, p, hint):
+    """The values of `p` as a NumPy array: concrete arrays are read, traced ones raise."""
+    if isinstance(p, Tracer):
+        value = p.concrete_value()
+        if value is None:
+            raise user_error(ConcretizationTypeError,
+                             f"{op}: needs concrete coefficients, but got a traced "
+                             f"{p.aval.str_short()}; {hint}")
+        return np.asarray(value)
+    return np.asarray(p)
+
+
+def _companion_eigvals(p):
+    """The roots of p [n] (p[0] != 0) as the eigenvalues of its companion matrix."""
+    n = p.shape[0]
+    first_row = (-p[1:] / p[0])[None, :]
+    below = lax.convert_element_type(np.eye(n - 2, n - 1), p.dtype)
+    companion = concatenate([first_row, below])
+    return lax_linalg.eig(companion, compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial with coefficients `p` (1-D, highest power first), as the
+    eigenvalues of its companion matrix: complex [n - 1] (complex64 for float32 p), in no
+    particular order, always complex (as JAX).
+
+    With `strip_zeros` (NumPy's behaviour; the coefficients must be concrete), leading zeros
+    are dropped and trailing zeros give exact zero roots at the end. With
+    `strip_zeros=False` (traceable, as JAX), each leading zero gives a NaN root instead.
+
+    >>> mnp.roots(mnp.array([1., -3., 2.]))
+    Array([2.+0.j, 1.+0.j], dtype=complex64)
+    """
+    p = asarray(p)
+    p = _float_coeffs("roots", p[None] if p.ndim == 0 else p)
+    cdtype = dtypes.complex_dtype(p.dtype)
+    if strip_zeros:
+        values = _concrete("roots", p, "pass strip_zeros=False to trace it (leading zeros "
+                                       "then give NaN roots)")
+        nonzero = np.flatnonzero(values)
+        if nonzero.size == 0:
+            return zeros(0, cdtype)
+        p = p[nonzero[0]:nonzero[-1] + 1]
+        trailing = values.shape[0] - 1 - nonzero[-1]
+        found = _companion_eigvals(p) if p.shape[0] > 1 else zeros(0, cdtype)
+        return concatenate([found, zeros(trailing, cdtype)])
+    n = p.shape[0]
+    if n < 2:
+        return zeros(0, cdtype)
+    is_zero = p == 0
+    leading = where(_reductions.all(is_zero), n, _reductions.argmin(is_zero)).astype(dtypes.int32)
+    # the leading zeros rotated to the end become zero roots, which are then replaced by NaN
+    shifted = p[(arange(n) + leading) % n]
+    shifted = where(leading == n, lax.full_like(p, 1), shifted)  # no LAPACK call on zeros
+    found = _companion_eigvals(shifted)
+    found = lax.sort((found == 0, found), num_keys=1)[1]
+    nan = lax.full_like(found, complex(np.nan, np.nan))
+    return where(arange(n - 1) < n - 1 - leading, found, nan)
+
+
+def poly(seq_of_zeros):
+    """The coefficients [n + 1] (highest power first, leading 1) of the monic polynomial
+    with the given roots [n]; a non-empty square matrix [n, n] stands for its eigenvalues
+    (its characteristic polynomial, complex, as JAX). Ints become the default float.
+
+    >>> mnp.poly(mnp.array([1., 2.]))
+    Array([ 1., -3.,  2.], dtype=float32)
+    """
+    z = asarray(seq_of_zeros)
+    z = z[None] if z.ndim == 0 else z
+    if not dtypes.is_inexact(z.dtype):
+        z = lax.convert_element_type(z, dtypes.default_float())
+    if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
+        z = lax_linalg.eig(z, compute_left_eigenvectors=False,
+                           compute_right_eigenvectors=False)[0]
+    if z.ndim != 1:
+        raise user_error(ValueError, f"poly: needs roots [n] or a non-empty square matrix "
+                                     f"[n, n], got {z.aval.str_short()}")
+    a = lax.full((1,), 1, z.dtype)
+    zero = zeros(1, z.dtype)
+    for k in range(z.shape[0]):
+        # (x - z_k) a(x): a shifted up one power, minus z_k a
+        a = concatenate([a, zero]) - z[k] * concatenate([zero, a])
+    return a
