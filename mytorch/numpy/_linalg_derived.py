@@ -39,7 +39,8 @@ def _pinv(a, rtol):
 def _pinv_jvp(primals, tangents):
     """Golub and Pereyra's formula for the derivative of the pseudo-inverse (as JAX's): it
     does not go through the SVD's derivative, which is undefined at repeated singular
-    values. (ᴴ for complex a.)"""
+    values. (ᴴ for complex a.) Both branches compute the same formula,
+    dp = -p da p + s (I - a p) + (I - p a) t, associated for the smaller intermediates."""
     (a, rtol), (da, _) = primals, tangents
     p = _pinv(a, rtol)
     if a.shape[-2] >= a.shape[-1]:
@@ -50,8 +51,8 @@ def _pinv_jvp(primals, tangents):
     else:
         s = mnp.matmul(p, mnp.matmul(mH(p), mH(da)))
         t = mnp.matmul(mH(da), mnp.matmul(mH(p), p))
-        dp = (-mnp.matmul(p, mnp.matmul(da, p)) + s - mnp.matmul(p, mnp.matmul(a, s)) + t
-              - mnp.matmul(mnp.matmul(t, a), p))
+        dp = (-mnp.matmul(p, mnp.matmul(da, p)) + s - mnp.matmul(s, mnp.matmul(a, p)) + t
+              - mnp.matmul(p, mnp.matmul(a, t)))
     return p, dp
 
 
