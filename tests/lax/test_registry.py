@@ -15,7 +15,7 @@ EAGER = ("abstract eval", "cpu kernel")
 REQUIRED = {
     kind: EAGER + ("jvp", "batching")
     for kind in ("elementwise", "structural", "indexing", "reduction", "sort", "contraction",
-                 "window", "ad", "attention", "linalg")
+                 "window", "ad", "attention", "linalg", "fft")
 }
 # call primitives carry their own jaxprs; custom_lin exists only to be transposed
 REQUIRED["call"] = EAGER + ("batching",)
