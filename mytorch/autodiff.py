@@ -303,21 +303,60 @@ def _split_args(fun, args, nums):
     return partial, tuple(args[i] for i in nums)
 
 
-def _check_real_inputs(diff_args, nums, what, allow_int=None):
-    """Float inputs only; integer and bool ones too with allow_int=True (None: the function
-    has no allow_int, as jacfwd)."""
+def _check_inputs(diff_args, nums, what, allow_int=None, holomorphic=False, complex_ok=True):
+    """The differentiated inputs' dtypes, as JAX checks them: complex with holomorphic=True;
+    otherwise float, or complex where `complex_ok` (grad and jacrev; jacfwd's basis is
+    real), or integer and bool with allow_int=True (None: the function has no allow_int)."""
     for i, arg in zip(nums, diff_args):
         for leaf in tree_util.tree_leaves(arg):
             a = aval_of(leaf)
-            if is_differentiable(a) or (allow_int and _is_int_or_bool(a)):
+            if holomorphic:
+                if dtypes.is_complex(a.dtype):
+                    continue
+                raise TypeError(
+                    f"{what} with holomorphic=True requires complex inputs, but argument {i} "
+                    f"has a leaf of type {a.str_short()}{_at()}. Convert it with "
+                    ".astype(mnp.complex64), or drop holomorphic=True."
+                )
+            if dtypes.is_float(a.dtype) or (allow_int and _is_int_or_bool(a)):
                 continue
+            if dtypes.is_complex(a.dtype):
+                if complex_ok:
+                    continue
+                raise TypeError(
+                    f"{what} requires real-valued (float) inputs, but argument {i} has a "
+                    f"leaf of type {a.str_short()}{_at()}. For a holomorphic function pass "
+                    "holomorphic=True; for a non-holomorphic one of complex inputs use "
+                    "mt.jvp on the real and imaginary directions."
+                )
             hint = ("" if allow_int is None or not _is_int_or_bool(a) else
                     ", or pass allow_int=True (its derivative is then zero)")
             raise TypeError(
-                f"{what} requires real-valued (float) inputs, but argument {i} has a "
+                f"{what} requires float or complex inputs, but argument {i} has a "
                 f"leaf of type {a.str_short()}{_at()}. Convert it with "
                 f".astype(mnp.float32), leave it out of argnums{hint}."
             )
+
+
+def _check_output(a, what, holomorphic, use):
+    """A differentiated output's dtype: complex with holomorphic=True, float otherwise
+    (`use` names the function to reach for instead)."""
+    if holomorphic:
+        if not dtypes.is_complex(a.dtype):
+            raise TypeError(
+                f"{what} with holomorphic=True requires complex outputs, got "
+                f"{a.str_short()}{_at()}"
+            )
+    elif dtypes.is_complex(a.dtype):
+        raise TypeError(
+            f"{what} requires real-valued outputs, got {a.str_short()}{_at()}. For a "
+            f"holomorphic function pass holomorphic=True; for a non-holomorphic one with "
+            f"complex outputs use {use} directly."
+        )
+    elif not dtypes.is_float(a.dtype):
+        raise TypeError(
+            f"{what} requires a real-valued (float) output, got {a.str_short()}{_at()}"
+        )
 
 
 def _is_int_or_bool(aval):
@@ -341,13 +380,16 @@ def _like_primals(g, primals):
     return tree_util.tree_unflatten(p_tree, out)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """fun -> fn returning (fun(*args), gradient of fun's scalar output with respect to
     the arguments at `argnums`) (and aux first in the value when has_aux).
 
     Each gradient has its argument's shape, dtype and weak type. With allow_int=True,
     integer and bool arguments are allowed and get zero gradients of dtype float0 (NumPy
-    arrays of their shape), as in JAX.
+    arrays of their shape), as in JAX. A complex argument of a real-valued function gets
+    the conjugate of its Wirtinger derivative times 2, df/dx - i df/dy (JAX's convention,
+    docs/autodiff.md); holomorphic=True differentiates a complex-valued holomorphic
+    function of complex arguments (the gradient is f'(z)).
 
     >>> value_and_grad(lambda x: x * x)(3.0)   # (9.0, 6.0)
     """
@@ -358,7 +400,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
         single, nums = _argnums_tuple(argnums, len(args), fun, what)
         f = functools.partial(fun, **kwargs) if kwargs else fun
         partial, diff = _split_args(f, args, nums)
-        _check_real_inputs(diff, nums, what, allow_int)
+        _check_inputs(diff, nums, what, allow_int, holomorphic)
         if has_aux:
             out, vjp_fn, aux = _vjp(partial, diff, True, what)
         else:
@@ -378,10 +420,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
                 f"{hint}Use mt.vjp or mt.jacrev for non-scalar outputs."
             )
         a = aval_of(leaves[0])
-        if not dtypes.is_float(a.dtype):
-            raise TypeError(
-                f"{what} requires a real-valued (float) output, got {a.str_short()}{_at()}"
-            )
+        _check_output(a, what, holomorphic, "mt.vjp")
         one = scalar_array(1, a.dtype)  # keeps a 64-bit dtype made while x64 was on
         g = vjp_fn(tree_util.tree_unflatten(tree_util.tree_structure(out), [one]))
         g = _like_primals(g, diff)
@@ -391,17 +430,19 @@ def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
     return value_and_grad_fn
 
 
-def grad(fun, argnums=0, has_aux=False, allow_int=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """fun -> fn returning the gradient of fun's scalar float output with respect to the
     arguments at `argnums` (a tuple of gradients when argnums is a tuple).
 
     Each gradient has its argument's shape, dtype and weak type (a Python float's gradient
     is a weakly typed float32). allow_int=True accepts integer and bool arguments, whose
-    gradients are NumPy zeros of dtype float0 (mt.float0), as in JAX.
+    gradients are NumPy zeros of dtype float0 (mt.float0), as in JAX. Complex arguments:
+    see value_and_grad and docs/autodiff.md; holomorphic=True for a complex-valued
+    holomorphic function.
 
     >>> grad(lambda x: x * 2.0)(1.0)   # 2.0, weakly typed
     """
-    vg = value_and_grad(fun, argnums, has_aux, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
     def grad_fn(*args, **kwargs):
@@ -438,11 +479,12 @@ def _split_axis(x, axis, avals, leading):
     return blocks
 
 
-def _jacobian_args(fun, args, argnums, what, allow_int=None):
+def _jacobian_args(fun, args, argnums, what, allow_int=None, holomorphic=False,
+                   complex_ok=True):
     """(single argnum?, fun of the differentiated args, those args) for jacfwd/jacrev."""
     single, nums = _argnums_tuple(argnums, len(args), fun, what)
     partial, diff = _split_args(fun, args, nums)
-    _check_real_inputs(diff, nums, what, allow_int)
+    _check_inputs(diff, nums, what, allow_int, holomorphic, complex_ok)
     return single, partial, diff
 
 
@@ -453,16 +495,18 @@ def _cast_blocks(per_in, like):
              for o, b in enumerate(blocks)] for k, blocks in enumerate(per_in)]
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian by forward mode: fn(*args) -> pytree [output leaf][argument leaf] of
     arrays shaped output.shape + argument.shape, each of its output's dtype and weak type.
+    Inputs are float; holomorphic=True takes complex inputs and outputs and gives f'(z).
 
     One batched pass: the JVP is vmapped over the standard basis of the inputs, so the
     primal computation runs once and the tangent computation once, batched."""
     what = f"jacfwd({_name(fun)})"
 
     def jac_fn(*args):
-        single, partial, diff = _jacobian_args(fun, args, argnums, what)
+        single, partial, diff = _jacobian_args(fun, args, argnums, what,
+                                               holomorphic=holomorphic, complex_ok=False)
         in_leaves, in_tree = tree_util.tree_flatten(diff)
         in_avals = [aval_of(x) for x in in_leaves]
         store = {}
@@ -472,6 +516,9 @@ def jacfwd(fun, argnums=0, has_aux=False):
                       has_aux=has_aux)
             out_leaves, store["out_tree"] = tree_util.tree_flatten(res[1])
             store["out_avals"] = [aval_of(o) for o in tree_util.tree_leaves(res[0])]
+            if holomorphic:
+                for a in store["out_avals"]:
+                    _check_output(a, what, True, "mt.jvp")
             aux_leaves, store["aux_tree"] = tree_util.tree_flatten(res[2] if has_aux else None)
             # aux depends on the primals only: its arrays leave vmap unbatched
             store["aux_static"] = [None if isinstance(a, Array) else a for a in aux_leaves]
@@ -491,21 +538,27 @@ def jacfwd(fun, argnums=0, has_aux=False):
     return jac_fn
 
 
-def jacrev(fun, argnums=0, has_aux=False, allow_int=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian by reverse mode: same layout as jacfwd (output.shape + input.shape),
     each block of its input's dtype and weak type. allow_int=True accepts integer and
-    bool inputs (their blocks are zeros of the input's dtype, as in JAX).
+    bool inputs (their blocks are zeros of the input's dtype, as in JAX). Outputs are
+    float (complex inputs get JAX's convention, as grad); holomorphic=True takes complex
+    inputs and outputs and gives f'(z).
 
     One batched pass: the VJP is vmapped over the standard basis of the outputs."""
     what = f"jacrev({_name(fun)})"
 
     def jac_fn(*args):
-        single, partial, diff = _jacobian_args(fun, args, argnums, what, allow_int)
+        single, partial, diff = _jacobian_args(fun, args, argnums, what, allow_int,
+                                               holomorphic)
         res = _vjp(partial, diff, has_aux, what)
         out, vjp_fn = res[0], res[1]
         in_tree = tree_util.tree_structure(diff)
         out_leaves, out_tree = tree_util.tree_flatten(out)
         out_avals = [aval_of(x) for x in out_leaves]
+        for a in out_avals:
+            if holomorphic or dtypes.is_complex(a.dtype):
+                _check_output(a, what, holomorphic, "mt.vjp")
 
         def pullback(*basis_leaves):
             return tree_util.tree_leaves(vjp_fn(tree_util.tree_unflatten(out_tree, basis_leaves)))
@@ -530,6 +583,7 @@ def _assemble(per_in, in_tree, out_tree, single, has_aux, aux):
     return (jac, aux) if has_aux else jac
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Hessian of a scalar function: jacfwd(jacrev(fun))."""
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)

@@ -45,6 +45,16 @@ def arrays(dtype, shape, *, elements=None, allow_nan=False, allow_inf=False, min
                 specials = ([np.nan] if allow_nan else []) + ([np.inf, -np.inf] if allow_inf
                                                                else [])
                 elems = st.one_of(elems, st.sampled_from(specials))
+        elif draw_dt.kind == "c":  # each part as a float of half the width
+            part = np.dtype(f"f{draw_dt.itemsize // 2}")
+            lo, hi = _representable(-1e3 if min_value is None else min_value,
+                                    1e3 if max_value is None else max_value, part)
+            parts = st.floats(lo, hi, allow_nan=False, allow_infinity=False,
+                              width=8 * part.itemsize)
+            if allow_nan or allow_inf:
+                parts = st.one_of(parts, st.sampled_from(
+                    ([np.nan] if allow_nan else []) + ([np.inf, -np.inf] if allow_inf else [])))
+            elems = st.builds(complex, parts, parts)
         elif draw_dt.kind in "iu":
             info = np.iinfo(draw_dt)
             lo = info.min if min_value is None else max(info.min, int(min_value))

@@ -47,8 +47,9 @@ def is_undefined(x):
 
 
 def is_differentiable(aval):
-    """Whether values of `aval` have tangents (floats do; ints and bools do not)."""
-    return dtypes.is_float(aval.dtype)
+    """Whether values of `aval` have tangents (floats and complex numbers do; ints and
+    bools do not)."""
+    return dtypes.is_inexact(aval.dtype)
 
 
 def tangent_aval(aval):

@@ -239,7 +239,7 @@ def scalar_array(x, dtype=None):
     return from_numpy(np.asarray(x, dtype=dtype), dtype, weak)
 
 
-_PY_SCALARS = (bool, int, float)
+_PY_SCALARS = (bool, int, float, complex)
 
 
 def is_python_scalar(x):

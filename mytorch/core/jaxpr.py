@@ -204,6 +204,8 @@ def _literal_str(lit):
         text = "True" if v.item() else "False"
     elif v.dtype.kind == "f" or v.dtype.name == "bfloat16":
         text = repr(float(v.item()))
+    elif v.dtype.kind == "c":
+        text = repr(complex(v.item()))
     else:
         text = str(int(v.item()))
     return f"{text}:{lit.aval.str_short()}"

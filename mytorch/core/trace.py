@@ -279,12 +279,13 @@ config.on_update(lambda name, value: name == "debug_nans" and _debug_nans.__seti
 def _check_nans(prim, args, results):
     """debug_nans: raise where a primitive first turns non-NaN inputs into a NaN."""
     for r in results:
-        if not dtypes.is_float(r.dtype):
+        if not dtypes.is_inexact(r.dtype):
             continue
         host = np.asarray(r._host(), dtype=np.float32 if r.dtype == dtypes.bfloat16 else None)
         if np.isnan(host).any():
-            ins_nan = any(dtypes.is_float(a.dtype) and np.isnan(
-                np.asarray(a._host(), dtype=np.float32)).any() for a in args)
+            ins_nan = any(dtypes.is_inexact(a.dtype) and np.isnan(np.asarray(
+                a._host(), dtype=np.float32 if a.dtype == dtypes.bfloat16 else None)).any()
+                for a in args)
             if not ins_nan:
                 raise FloatingPointError(
                     f"debug_nans: {prim.name} produced a NaN from NaN-free inputs "

@@ -5,10 +5,10 @@ Names follow `jax.lax`. Operands of lax functions are not promoted: mytorch.nump
 
 from mytorch.lax.elementwise import (  # noqa: F401
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitcast_convert_type,
-    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clamp,
+    bitwise_and, bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clamp, complex, conj,
     convert_element_type, cos, cosh, digamma, div, eq, erf, erf_inv, erfc, exp, exp2, expm1,
     floor, ge, gt, integer_pow, is_finite, le, lgamma, log, log1p, logistic, lt, max, min,
-    mul, ne, neg, nextafter, pow, reciprocal, rem, round, rsqrt, select, select_n,
+    imag, mul, ne, neg, nextafter, pow, real, reciprocal, rem, round, rsqrt, select, select_n,
     shift_left, shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square,
     stop_gradient, sub, tan, tanh,
 )
@@ -21,6 +21,7 @@ from mytorch.lax.convolution import *  # noqa: F401,F403
 from mytorch.lax.parallel import *  # noqa: F401,F403
 from mytorch.lax.prng import *  # noqa: F401,F403
 from mytorch.lax.attention import *  # noqa: F401,F403
+from mytorch.lax.fft import FftType, fft, fft_p  # noqa: F401
 from mytorch.lax import linalg  # noqa: F401  (a namespace, as jax.lax.linalg)
 
 from mytorch.lax import elementwise_rules as _elementwise_rules  # noqa: F401,E402
@@ -34,6 +35,7 @@ from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402
 from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
 from mytorch.lax import attention_rules as _attention_rules  # noqa: F401,E402
 from mytorch.lax import linalg_rules as _linalg_rules  # noqa: F401,E402
+from mytorch.lax import fft_rules as _fft_rules  # noqa: F401,E402
 from mytorch.lax.cond import cond, switch  # noqa: F401,E402
 from mytorch.lax.loops import fori_loop, map, scan  # noqa: F401,E402
 from mytorch.lax.while_loop import while_loop  # noqa: F401,E402

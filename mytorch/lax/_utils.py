@@ -91,21 +91,23 @@ def check_axes(op, aval, axes):
 
 
 def check_dtype(op, aval, kinds):
-    """`kinds` is a set of "bool", "int", "uint", "float": raise TypeError otherwise."""
+    """`kinds` is a set of "bool", "int", "uint", "float", "complex": raise TypeError
+    otherwise."""
     d = aval.dtype
     ok = (
         ("bool" in kinds and dtypes.is_bool(d))
         or ("int" in kinds and dtypes.is_signed_int(d))
         or ("uint" in kinds and dtypes.is_unsigned_int(d))
         or ("float" in kinds and dtypes.is_float(d))
+        or ("complex" in kinds and dtypes.is_complex(d))
     )
     if not ok:
-        wanted = " or ".join(_KIND_WORDS[k] for k in sorted(kinds))
+        wanted = " or ".join(_KIND_WORDS[k] for k in _KIND_WORDS if k in kinds)
         raise TypeError(f"{op} needs {wanted} operands, got {short(aval)}")
 
 
 _KIND_WORDS = {"bool": "bool", "int": "signed integer", "uint": "unsigned integer",
-               "float": "floating-point"}
+               "float": "floating-point", "complex": "complex"}
 
 
 def same_dtypes(op, avals):

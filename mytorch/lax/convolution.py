@@ -438,7 +438,7 @@ def _reduce_window_primitive(name, kinds):
 
 
 def _number(d):
-    return dtypes.is_int(d) or dtypes.is_float(d)
+    return dtypes.is_int(d) or dtypes.is_inexact(d)
 
 
 reduce_window_sum_p = _reduce_window_primitive("reduce_window_sum", _number)

@@ -102,7 +102,12 @@ def check_operand_dtypes(op, lhs, rhs, preferred_element_type):
         )
     for a in (lhs, rhs):
         d = a.dtype
-        if dtypes.is_float(d) and not dtypes.is_float(pet):
+        if dtypes.is_complex(d) and not dtypes.is_complex(pet):
+            raise user_error(TypeError,
+                f"{op}: preferred_element_type {pet} is incompatible with the complex "
+                f"operand {short(a)}: complex operands need a complex type"
+            )
+        if dtypes.is_float(d) and not dtypes.is_inexact(pet):
             raise user_error(TypeError,
                 f"{op}: preferred_element_type {pet} is incompatible with the floating-point "
                 f"operand {short(a)}: floating-point operands need a floating-point type"

@@ -22,19 +22,25 @@ from mytorch.lax._utils import (
 )
 
 FLOAT = frozenset({"float"})
+INEXACT = frozenset({"float", "complex"})
+COMPLEX = frozenset({"complex"})
 INT = frozenset({"int", "uint"})
-NUMERIC = frozenset({"int", "uint", "float"})
+NUMERIC = frozenset({"int", "uint", "float", "complex"})
+REAL = frozenset({"int", "uint", "float"})
 BOOL_INT = frozenset({"bool", "int", "uint"})
-ANY = frozenset({"bool", "int", "uint", "float"})
+ANY = frozenset({"bool", "int", "uint", "float", "complex"})
 
 
-def unary(name, kinds=FLOAT, out_dtype=None):
-    """Define a unary elementwise primitive and its binder: returns (prim, fn)."""
+def unary(name, kinds=INEXACT, out_dtype=None):
+    """Define a unary elementwise primitive and its binder: returns (prim, fn).
+    `out_dtype` is a dtype, or "real" for the real dtype of a complex operand (abs)."""
     prim = Primitive(name, kind="elementwise")
 
     @prim.def_abstract_eval
     def _abstract_eval(x, **params):
         check_dtype(name, x, kinds)
+        if out_dtype == "real":
+            return ShapedArray(x.shape, dtypes.real_dtype(x.dtype), x.weak_type)
         if out_dtype is not None:
             return ShapedArray(x.shape, out_dtype, False)
         return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -70,10 +76,10 @@ def binary(name, kinds=NUMERIC, out_dtype=None):
 
 # ---- the table ----------------------------------------------------------------------------
 neg_p, neg = unary("neg", NUMERIC)
-abs_p, abs = unary("abs", NUMERIC)
-sign_p, sign = unary("sign", NUMERIC)
-floor_p, floor = unary("floor")
-ceil_p, ceil = unary("ceil")
+abs_p, abs = unary("abs", NUMERIC, out_dtype="real")  # |x| of a complex x is real
+sign_p, sign = unary("sign", NUMERIC)  # x / |x| for a complex x
+floor_p, floor = unary("floor", FLOAT)
+ceil_p, ceil = unary("ceil", FLOAT)
 exp_p, exp = unary("exp")
 exp2_p, exp2 = unary("exp2")
 log_p, log = unary("log")
@@ -81,7 +87,7 @@ log1p_p, log1p = unary("log1p")
 expm1_p, expm1 = unary("expm1")
 sqrt_p, sqrt = unary("sqrt")
 rsqrt_p, rsqrt = unary("rsqrt")
-cbrt_p, cbrt = unary("cbrt")
+cbrt_p, cbrt = unary("cbrt", FLOAT)
 sin_p, sin = unary("sin")
 cos_p, cos = unary("cos")
 tan_p, tan = unary("tan")
@@ -95,16 +101,22 @@ asinh_p, asinh = unary("asinh")
 acosh_p, acosh = unary("acosh")
 atanh_p, atanh = unary("atanh")
 logistic_p, logistic = unary("logistic")
-erf_p, erf = unary("erf")
-erfc_p, erfc = unary("erfc")
-erf_inv_p, erf_inv = unary("erf_inv")
-lgamma_p, lgamma = unary("lgamma")
-digamma_p, digamma = unary("digamma")
+erf_p, erf = unary("erf", FLOAT)
+erfc_p, erfc = unary("erfc", FLOAT)
+erf_inv_p, erf_inv = unary("erf_inv", FLOAT)
+lgamma_p, lgamma = unary("lgamma", FLOAT)
+digamma_p, digamma = unary("digamma", FLOAT)
 is_finite_p, is_finite = unary("is_finite", out_dtype=np.bool_)
 not_p, bitwise_not = unary("not", BOOL_INT)
 square_p, square = unary("square", NUMERIC)
 reciprocal_p, reciprocal = unary("reciprocal")
 stop_gradient_p, _ = unary("stop_gradient", ANY)
+real_p, real = unary("real", COMPLEX, out_dtype="real")
+imag_p, imag = unary("imag", COMPLEX, out_dtype="real")
+conj_p, conj = unary("conj", COMPLEX)
+real.__doc__ = "The real part of the complex `x` (any shape): float32/float64 out."
+imag.__doc__ = "The imaginary part of the complex `x` (any shape): float32/float64 out."
+conj.__doc__ = "The complex conjugate of the complex `x` (any shape)."
 
 
 def stop_gradient(x):
@@ -113,7 +125,7 @@ def stop_gradient(x):
 
     def leaf(v):
         v = asarray(v)
-        return stop_gradient_p.bind(v) if dtypes.is_float(v.dtype) else v
+        return stop_gradient_p.bind(v) if dtypes.is_inexact(v.dtype) else v
 
     return tree_map(leaf, x)
 
@@ -122,8 +134,8 @@ add_p, add = binary("add")
 sub_p, sub = binary("sub")
 mul_p, mul = binary("mul")
 div_p, div = binary("div")
-rem_p, rem = binary("rem")
-pow_p, pow = binary("pow", FLOAT)
+rem_p, rem = binary("rem", REAL)
+pow_p, pow = binary("pow", INEXACT)
 max_p, max = binary("max", ANY)
 min_p, min = binary("min", ANY)
 atan2_p, atan2 = binary("atan2", FLOAT)
@@ -166,7 +178,7 @@ def _integer_pow_abstract_eval(x, *, y):
     check_dtype("integer_pow", x, NUMERIC)
     if not isinstance(y, int):
         raise TypeError(f"integer_pow: the exponent must be a Python int, got {y!r}")
-    if y < 0 and not dtypes.is_float(x.dtype):
+    if y < 0 and not dtypes.is_inexact(x.dtype):
         raise TypeError(f"integer_pow: negative exponent {y} needs a float operand")
     return x
 
@@ -196,6 +208,28 @@ def _select_n_abstract_eval(which, *cases):
     elif which.dtype != np.int32 and not dtypes.is_int(which.dtype):
         raise TypeError(f"select_n: `which` must be bool or int32, got {which.str_short()}")
     return ShapedArray(shape, dtype, weak_of(cases))
+
+
+complex_p = Primitive("complex", kind="elementwise")
+
+
+@complex_p.def_abstract_eval
+def _complex_abstract_eval(x, y):
+    dtype = same_dtypes("complex", (x, y))
+    if dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"complex needs float32 or float64 parts, got {short_of((x, y))}")
+    return ShapedArray(elementwise_shape("complex", (x, y)), dtypes.complex_dtype(dtype),
+                       weak_of((x, y)))
+
+
+def complex(x, y):
+    """`x + 1j * y` from real and imaginary parts `x` and `y` (float32 or float64, equal
+    shapes or 0-d): complex64 or complex128 out."""
+    return complex_p.bind(*coerce_operands("complex", x, y))
+
+
+def short_of(avals):
+    return ", ".join(a.str_short() for a in avals)
 
 
 def select_n(which, *cases):

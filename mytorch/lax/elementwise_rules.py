@@ -1,10 +1,15 @@
 """Derivative and batching rules of the elementwise primitives (defined in elementwise.py).
 
-Conventions at the awkward points follow JAX: d|x| at 0 is 1 (x >= 0 takes the + side);
+Conventions at the awkward points follow JAX: d|x| at 0 is 1 (x >= 0 takes the + side;
+for a complex x, d|x| = re(conj(x) dx) / |x|, 0 at 0);
 max/min split ties, giving half the tangent to each operand; d sqrt at 0 is inf;
 d(x**y)/dx is 0 where y == 0 and d(x**y)/dy is 0 where x == 0; rounding, sign, comparisons
 and bit operations have zero derivative. Rules are written with lax operations, so they
-differentiate again. Batching: every elementwise primitive batches as itself (see the end).
+differentiate again. Complex values: the holomorphic functions keep their real rules (the
+JVP is the complex derivative times the tangent); `real`, `imag`, `conj` and `complex` are
+linear, and their transposes pair values by re(a * b), not re(conj(a) * b), as JAX does, so
+that the transpose of multiplying by c is multiplying by c (docs/autodiff.md, "Complex
+numbers"). Batching: every elementwise primitive batches as itself (see the end).
 """
 
 import math
@@ -39,7 +44,18 @@ def _zeros_like(x):
 
 # ---- unary ---------------------------------------------------------------------------
 deflinear(ew.neg_p, lambda ct, x: [neg(ct)])
-defjvp(ew.abs_p, lambda t, ans, x: select(ge(x, _c(x, 0)), t, neg(t)))  # 1 at 0, as JAX
+
+
+def _abs_jvp(t, ans, x):
+    if not dtypes.is_complex(aval_of(x).dtype):
+        return select(ge(x, _c(x, 0)), t, neg(t))  # 1 at 0, as JAX
+    # re(conj(x) t) / |x|, with |x| = 0 replaced by 1 (conj(x) is 0 there)
+    zero = eq(ans, _c(ans, 0))
+    safe = select(zero, add(_zeros_like(ans), _c(ans, 1)), ans)
+    return div(ew.real(mul(ew.conj(x), t)), safe)
+
+
+defjvp(ew.abs_p, _abs_jvp)
 defjvp(ew.exp_p, lambda t, ans, x: mul(t, ans))
 defjvp(ew.exp2_p, lambda t, ans, x: mul(t, mul(ans, _c(x, math.log(2)))))
 defjvp(ew.log_p, lambda t, ans, x: div(t, x))
@@ -58,8 +74,13 @@ defjvp(ew.sinh_p, lambda t, ans, x: mul(t, ew.cosh(x)))
 defjvp(ew.cosh_p, lambda t, ans, x: mul(t, ew.sinh(x)))
 defjvp(ew.tanh_p, lambda t, ans, x: mul(t, sub(_c(x, 1), square(ans))))
 defjvp(ew.asinh_p, lambda t, ans, x: mul(t, rsqrt(add(square(x), _c(x, 1)))))
-defjvp(ew.acosh_p, lambda t, ans, x: mul(
-    t, rsqrt(mul(sub(x, _c(x, 1)), add(x, _c(x, 1))))))
+def _acosh_jvp(t, ans, x):
+    if dtypes.is_complex(aval_of(x).dtype):  # 1/(sqrt(x-1) sqrt(x+1)): the principal branch
+        return mul(t, mul(rsqrt(sub(x, _c(x, 1))), rsqrt(add(x, _c(x, 1)))))
+    return mul(t, rsqrt(mul(sub(x, _c(x, 1)), add(x, _c(x, 1)))))
+
+
+defjvp(ew.acosh_p, _acosh_jvp)
 defjvp(ew.atanh_p, lambda t, ans, x: div(t, mul(sub(_c(x, 1), x), add(x, _c(x, 1)))))
 # d logistic = s(x) s(-x): 1 - s(x) would round to 0 for large x
 defjvp(ew.logistic_p, lambda t, ans, x: mul(t, mul(ans, ew.logistic(neg(x)))))
@@ -106,6 +127,27 @@ for _p in (ew.sign_p, ew.floor_p, ew.ceil_p, ew.is_finite_p, ew.not_p, ew.round_
            ew.xor_p, ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p,
            ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p, ew.ge_p):
     defjvp_zero(_p)
+
+
+# ---- complex parts: linear ----------------------------------------------------------------
+def _complex_of(ct_re, ct_im=None):
+    """complex(ct_re, ct_im) (ct_im 0 when None)."""
+    if ct_im is None:
+        ct_im = _zeros_like(ct_re)
+    return ew.complex(ct_re, ct_im)
+
+
+deflinear(ew.real_p, lambda ct, x: [_complex_of(ct)])
+deflinear(ew.imag_p, lambda ct, x: [_complex_of(_zeros_like(ct), neg(ct))])
+deflinear(ew.conj_p, lambda ct, x: [ew.conj(ct)])
+
+
+def _complex_transpose(ct, x, y):
+    return [unbroadcast(ew.real(ct), x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(ew.imag(ct)), y.aval) if is_undefined(y) else None]
+
+
+deflinear(ew.complex_p, _complex_transpose)
 
 
 def _integer_pow_jvp(t, ans, x, *, y):
@@ -217,7 +259,7 @@ def _select_n_jvp(primals, tangents):
     which, *cases = primals
     ans = select_n(which, *cases)
     case_ts = tangents[1:]
-    if not dtypes.is_float(aval_of(ans).dtype) or all(type(t) is Zero for t in case_ts):
+    if not dtypes.is_inexact(aval_of(ans).dtype) or all(type(t) is Zero for t in case_ts):
         return ans, zero_out(ans)
     return ans, select_n(which, *[instantiate(t) for t in case_ts])
 
@@ -264,7 +306,7 @@ ew.clamp_p.def_jvp(_clamp_jvp)
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
     (x,), (t,) = primals, tangents
     ans = ew.convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if type(t) is Zero or not dtypes.is_float(new_dtype):
+    if type(t) is Zero or not dtypes.is_inexact(new_dtype):
         return ans, zero_out(ans)
     return ans, ew.convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 

@@ -31,11 +31,11 @@ __all__ = [
 ]
 
 # ---- dtype classes -----------------------------------------------------------------------
-_NUMBER = ("number", "integer or floating-point",
-           lambda d: dtypes.is_int(d) or dtypes.is_float(d))
+_NUMBER = ("number", "integer, floating-point or complex",
+           lambda d: dtypes.is_int(d) or dtypes.is_inexact(d))
 _FLOAT = ("float", "floating-point", dtypes.is_float)
 _LOGICAL = ("logical", "bool or integer", lambda d: dtypes.is_bool(d) or dtypes.is_int(d))
-_ANY = ("any", "bool, integer or floating-point", lambda d: True)
+_ANY = ("any", "bool, integer, floating-point or complex", lambda d: True)
 
 
 def _check_dtype(op, aval, kind):

@@ -534,7 +534,7 @@ iota_p = Primitive("iota", kind="structural")
 @iota_p.def_abstract_eval
 def _iota_abstract_eval(*, dtype, shape, dimension):
     _check_shape("iota", shape)
-    if not isinstance(dtype, np.dtype) or not (dtypes.is_int(dtype) or dtypes.is_float(dtype)):
+    if not isinstance(dtype, np.dtype) or not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
         raise user_error(TypeError, f"iota needs an integer or floating-point dtype, got {dtype!r}")
     if type(dimension) is not int or not 0 <= dimension < len(shape):
         raise user_error(ValueError,

@@ -7,8 +7,9 @@ the differences.
 
 from mytorch.core.array import Array as ndarray  # noqa: F401
 from mytorch.numpy.scalar_types import (  # noqa: F401
-    bfloat16, bool, bool_, double, float16, float32, float64, float_, int8, int16, int32, int64,
-    int_, single, uint, uint8, uint16, uint32, uint64,
+    bfloat16, bool, bool_, cdouble, complex64, complex128, complex_, csingle, double, float16,
+    float32, float64, float_, int8, int16, int32, int64, int_, single, uint, uint8, uint16,
+    uint32, uint64,
 )
 from mytorch.numpy._promote import result_type  # noqa: F401
 from mytorch.numpy.creation import *  # noqa: F401,F403
@@ -28,6 +29,7 @@ from mytorch.numpy.functional import *  # noqa: F401,F403
 from mytorch.numpy.bitpack import *  # noqa: F401,F403
 from mytorch.numpy.bits import spacing  # noqa: F401
 from mytorch.numpy import linalg  # noqa: F401
+from mytorch.numpy import fft  # noqa: F401
 from mytorch.numpy.ufunc import make_ufuncs as _make_ufuncs, ufunc  # noqa: F401
 from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
 

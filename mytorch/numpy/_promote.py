@@ -158,10 +158,10 @@ def promote_dtypes(name, *args):
 
 
 def promote_dtypes_inexact(name, *args):
-    """Arrays of one promoted floating dtype (integers and bools to the default float;
+    """Arrays of one promoted float or complex dtype (integers and bools to the default float;
     weak only if every argument is weak), not broadcast."""
     dtype, weak = _result(args)
-    if dtype is not None and not dtypes.is_float(dtype):
+    if dtype is not None and not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
     return _convert_all(args, dtype, weak)
 
@@ -169,7 +169,7 @@ def promote_dtypes_inexact(name, *args):
 def _convert_all(args, dtype, weak):
     out = []
     for a in args:
-        if type(a) is int and dtype is not None and dtypes.is_float(dtype):
+        if type(a) is int and dtype is not None and dtypes.is_inexact(dtype):
             a = scalar_array(float(a), dtype)  # straight to the float: no narrow-int detour
             a._weak = weak
         else:
@@ -231,7 +231,7 @@ def promote_args_inexact(name, *args):
     Python scalars go straight to that float (`true_divide(uint8_array, 256)` divides by
     256.0, not by 256 wrapped into uint8), as in JAX."""
     dtype, weak = _result(args)
-    if dtype is not None and not dtypes.is_float(dtype):
+    if dtype is not None and not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
     arrays = _convert_all(args, dtype, weak)
     shapes = [a.shape for a in arrays]

@@ -129,7 +129,7 @@ def _upcast_f16(dtype):
 
 
 def _inexact(dtype):
-    return dtype if dtypes.is_float(dtype) else dtypes.default_float()
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
 
 
 def _user_dtype(dtype):

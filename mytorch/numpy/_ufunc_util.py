@@ -60,7 +60,19 @@ def _full(arrays):
 def _kind(dtype):
     if dtypes.is_bool(dtype):
         return "bool"
+    if dtypes.is_complex(dtype):
+        return "complex"
     return "float" if dtypes.is_float(dtype) else "int"
+
+
+def _real_only(name, *arrays):
+    """TypeError for complex operands of a function NumPy defines on real numbers only."""
+    for a in arrays:
+        if dtypes.is_complex(a.dtype):
+            got = ", ".join(x.aval.str_short() for x in arrays)
+            raise TypeError(f"{name}: not defined for complex arguments, got {got}"
+                            f"{_where_info()}")
+    return arrays
 
 
 def _require(name, arrays, kinds, what):

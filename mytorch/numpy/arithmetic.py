@@ -1,5 +1,5 @@
 """Arithmetic ufuncs: + - * /, floor division and remainders, powers, absolute value and
-sign, gcd and lcm, rounding, extrema and clipping, and the complex parts of real arrays.
+sign, gcd and lcm, rounding, extrema and clipping, and the complex parts of arrays.
 
 Part of `mytorch.numpy.ufuncs`, whose docstring gives the promotion rules.
 """
@@ -16,7 +16,7 @@ from mytorch.core.source_info import where as _where_info
 from mytorch.numpy._promote import asarray_any, promote_dtypes, result_type
 from mytorch.numpy._ufunc_util import (
     _args, _check_python_ints, _const, _copysign, _filled, _float_args, _fn, _full, _in_f32,
-    _isinf, _isnan, _numeric, _require, _select,
+    _isinf, _isnan, _numeric, _real_only, _require, _select,
 )
 
 __all__ = [
@@ -106,7 +106,7 @@ def floor_divide(x1, x2):
     >>> mnp.floor_divide(mnp.array([-7, 7]), 2).tolist()
     [-4, 3]
     """
-    a, b = _numeric("floor_divide", x1, x2)
+    a, b = _real_only("floor_divide", *_numeric("floor_divide", x1, x2))
     if dtypes.is_float(a.dtype):
         return _in_f32(lambda u, v: _float_divmod(u, v, (True, False))[0], a, b)
     return _int_floor_divide(a, b)
@@ -128,7 +128,7 @@ def remainder(x1, x2):
     >>> mnp.remainder(mnp.array([-7, 7]), 3).tolist()
     [2, 1]
     """
-    a, b = _numeric("remainder", x1, x2)
+    a, b = _real_only("remainder", *_numeric("remainder", x1, x2))
     if dtypes.is_float(a.dtype):
         return _in_f32(lambda u, v: _float_divmod(u, v, (False, True))[1], a, b)
     return _int_remainder(a, b)
@@ -139,12 +139,12 @@ mod = remainder
 
 def fmod(x1, x2):
     """C's fmod: the remainder with the sign of the dividend (x % 0 is 0 for ints)."""
-    return lax.rem(*_numeric("fmod", x1, x2))
+    return lax.rem(*_real_only("fmod", *_numeric("fmod", x1, x2)))
 
 
 def divmod(x1, x2):
     """(floor_divide(x1, x2), remainder(x1, x2))."""
-    a, b = _numeric("divmod", x1, x2)
+    a, b = _real_only("divmod", *_numeric("divmod", x1, x2))
     if dtypes.is_float(a.dtype):
         return _in_f32(_float_divmod, a, b)
     return _int_floor_divide(a, b), _int_remainder(a, b)
@@ -184,11 +184,11 @@ def power(x1, x2):
         (x,) = promote_dtypes("power", x1, x2)[:1]
         if dtypes.is_bool(x.dtype):
             x = lax.convert_element_type(x, dtypes.int8)
-        if x2 < 0 and not dtypes.is_float(x.dtype):
+        if x2 < 0 and not dtypes.is_inexact(x.dtype):
             return _int_pow(x, _const(x2, x.dtype, x.weak_type))
         return lax.integer_pow(x, x2)
     a, b = _numeric("power", x1, x2)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         return lax.pow(a, b)
     return _int_pow(a, b)
 
@@ -216,7 +216,7 @@ def negative(x):
 def positive(x):
     """+x (a no-op for numbers; bool raises TypeError as in NumPy)."""
     (a,) = _args("positive", x)
-    _require("positive", [a], ("int", "float"), "numeric")
+    _require("positive", [a], ("int", "float", "complex"), "numeric")
     return a
 
 
@@ -232,20 +232,21 @@ abs = absolute
 
 
 def fabs(x):
-    """|x| as a float (ints give the default float)."""
-    return lax.abs(_float_args("fabs", x)[0])
+    """|x| as a float (ints give the default float; complex input raises, as NumPy)."""
+    return lax.abs(_real_only("fabs", *_float_args("fabs", x))[0])
 
 
 def sign(x):
-    """-1, 0 or 1 by the sign of x (nan for nan); bool input raises TypeError."""
+    """-1, 0 or 1 by the sign of x (nan for nan); x / |x| (0 at 0) for a complex x, as
+    NumPy 2 and JAX; bool input raises TypeError."""
     (a,) = _args("sign", x)
-    _require("sign", [a], ("int", "float"), "numeric")
+    _require("sign", [a], ("int", "float", "complex"), "numeric")
     return lax.sign(a)
 
 
 def heaviside(x1, x2):
     """The Heaviside step: 0 for x1 < 0, x2 for x1 == 0, 1 for x1 > 0 (nan stays nan)."""
-    a, b = _full(_float_args("heaviside", x1, x2))
+    a, b = _full(_real_only("heaviside", *_float_args("heaviside", x1, x2)))
     out = _select(lax.lt(a, 0.0), 0.0, _select(lax.gt(a, 0.0), 1.0, b))
     return _select(_isnan(a), a, out)
 
@@ -253,7 +254,7 @@ def heaviside(x1, x2):
 def reciprocal(x):
     """1 / x; for integers the quotient rounds toward zero (1 / 0 gives 0)."""
     (a,) = _numeric("reciprocal", x)
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         return lax.reciprocal(a)
     return lax.div(_const(1, a.dtype, a.weak_type), a)
 
@@ -298,19 +299,19 @@ def lcm(x1, x2):
 # ---- rounding -------------------------------------------------------------------------------
 def floor(x):
     """The largest integer <= x (integer and bool input is returned as is, as NumPy 2)."""
-    (a,) = _args("floor", x)
+    (a,) = _real_only("floor", *_args("floor", x))
     return lax.floor(a) if dtypes.is_float(a.dtype) else a
 
 
 def ceil(x):
     """The smallest integer >= x (integer and bool input is returned as is)."""
-    (a,) = _args("ceil", x)
+    (a,) = _real_only("ceil", *_args("ceil", x))
     return lax.ceil(a) if dtypes.is_float(a.dtype) else a
 
 
 def trunc(x):
     """x rounded toward zero (integer and bool input is returned as is)."""
-    (a,) = _args("trunc", x)
+    (a,) = _real_only("trunc", *_args("trunc", x))
     if not dtypes.is_float(a.dtype):
         return a
     return _select(lax.lt(a, 0.0), lax.ceil(a), lax.floor(a))
@@ -321,7 +322,10 @@ fix = _fn("fix", lambda x: trunc(x), "x rounded toward zero (same as trunc).")
 
 def rint(x):
     """x rounded to the nearest integer, halves to even (ints give the default float)."""
-    return lax.round(_float_args("rint", x)[0], 1)
+    (a,) = _float_args("rint", x)
+    if dtypes.is_complex(a.dtype):
+        return lax.complex(rint(lax.real(a)), rint(lax.imag(a)))
+    return lax.round(a, 1)
 
 
 def round(a, decimals=0):
@@ -334,6 +338,8 @@ def round(a, decimals=0):
     """
     decimals = operator.index(decimals)
     (x,) = _args("round", a)
+    if dtypes.is_complex(x.dtype):  # each part, as NumPy
+        return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if dtypes.is_bool(x.dtype) or (not dtypes.is_float(x.dtype) and decimals >= 0):
         return x
     if not dtypes.is_float(x.dtype):
@@ -364,7 +370,7 @@ around = round
 def modf(x):
     """(fractional part, integral part) of x, both with x's sign (ints give the default
     float); modf(inf) = (0.0, inf)."""
-    (a,) = _float_args("modf", x)
+    (a,) = _real_only("modf", *_float_args("modf", x))
     whole = trunc(a)
     frac = _select(_isinf(a), 0.0, lax.sub(a, whole))
     return _copysign(frac, a), whole
@@ -384,7 +390,7 @@ def minimum(x1, x2):
 def _nan_ignoring(name, lax_fn, x1, x2):
     a, b = _args(name, x1, x2)
     out = lax_fn(a, b)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return out
     a, b, out = _full([a, b, out])
     return _select(_isnan(a), b, _select(_isnan(b), a, out))
@@ -419,28 +425,39 @@ def clip(a, a_min=None, a_max=None, *, min=None, max=None):
     return out
 
 
-# ---- complex parts of real arrays -----------------------------------------------------------
+# ---- complex parts ------------------------------------------------------------------------
 def conjugate(x):
-    """The complex conjugate: x itself for real input (bool gives int8 as NumPy)."""
-    return _numeric("conjugate", x)[0]
+    """The complex conjugate (any shape): x itself for real input (bool gives int8 as
+    NumPy)."""
+    (a,) = _numeric("conjugate", x)
+    return lax.conj(a) if dtypes.is_complex(a.dtype) else a
 
 
 conj = conjugate
 
 
 def real(val):
-    """The real part: the input itself (mytorch has no complex dtypes)."""
-    return asarray_any(val)
+    """The real part (any shape): float32/float64 for complex input, the input itself
+    otherwise."""
+    a = asarray_any(val)
+    return lax.real(a) if dtypes.is_complex(a.dtype) else a
 
 
 def imag(val):
-    """The imaginary part of real input: zeros of its shape and dtype."""
+    """The imaginary part (any shape): float32/float64 for complex input, zeros of the
+    input's shape and dtype otherwise."""
     a = asarray_any(val)
+    if dtypes.is_complex(a.dtype):
+        return lax.imag(a)
     return _filled(a.shape, 0, a.dtype, a.weak_type)
 
 
 def angle(z, deg=False):
-    """The argument of z: 0 for x >= 0 and pi for x < 0 (or -0.0) on real input."""
+    """The argument of z in (-pi, pi] (in degrees with deg=True), any shape: atan2(imag,
+    real); on real input 0 for x >= 0 and pi for x < 0 (or -0.0)."""
     (a,) = _float_args("angle", z)
-    out = lax.atan2(_filled(a.shape, 0.0, a.dtype, a.weak_type), a)
+    if dtypes.is_complex(a.dtype):
+        out = lax.atan2(lax.imag(a), lax.real(a))
+    else:
+        out = lax.atan2(_filled(a.shape, 0.0, a.dtype, a.weak_type), a)
     return lax.mul(out, 180 / math.pi) if deg else out

@@ -9,7 +9,7 @@ from mytorch.core import dtypes
 from mytorch.core.array import is_python_scalar
 from mytorch.numpy._promote import asarray_any, broadcast_shapes, promote_args, promote_dtypes
 from mytorch.numpy._ufunc_util import (
-    _as_bool, _check_python_ints, _const, _float_args, _fn, _full, _isinf, _isnan,
+    _as_bool, _check_python_ints, _const, _filled, _float_args, _fn, _full, _isinf, _isnan,
     _select, _to_shape,
 )
 from mytorch.numpy.arithmetic import add, multiply
@@ -18,6 +18,7 @@ __all__ = [
     "where", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     "isposinf", "isneginf", "nan_to_num", "isclose", "allclose", "array_equal", "array_equiv",
+    "iscomplex", "isreal",
 ]
 
 
@@ -90,13 +91,13 @@ def isnan(x):
 def isinf(x):
     """Whether x is +-inf, elementwise (False for ints and bools)."""
     a = asarray_any(x)
-    return _isinf(a) if dtypes.is_float(a.dtype) else lax.ne(a, a)
+    return _isinf(a) if dtypes.is_inexact(a.dtype) else lax.ne(a, a)
 
 
 def isfinite(x):
     """Whether x is neither inf nor nan, elementwise (True for ints and bools)."""
     a = asarray_any(x)
-    return lax.is_finite(a) if dtypes.is_float(a.dtype) else lax.eq(a, a)
+    return lax.is_finite(a) if dtypes.is_inexact(a.dtype) else lax.eq(a, a)
 
 
 def isposinf(x):
@@ -111,11 +112,28 @@ def isneginf(x):
     return lax.eq(a, float("-inf")) if dtypes.is_float(a.dtype) else lax.ne(a, a)
 
 
+def iscomplex(x):
+    """Whether each element has a nonzero imaginary part (False everywhere for real x)."""
+    a = asarray_any(x)
+    if not dtypes.is_complex(a.dtype):
+        return _filled(a.shape, False, dtypes.bool_)
+    return lax.ne(lax.imag(a), 0.0)
+
+
+def isreal(x):
+    """Whether each element has a zero imaginary part (True everywhere for real x)."""
+    return logical_not(iscomplex(x))
+
+
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """x with nan, +inf and -inf replaced (defaults: 0, the dtype's max and its min, e.g.
-    65504 for float16). Integer and bool input is returned as is."""
+    65504 for float16), in each part of a complex x. Integer and bool input is returned as
+    is."""
     del copy
     a = asarray_any(x)
+    if dtypes.is_complex(a.dtype):
+        return lax.complex(*(nan_to_num(p, True, nan, posinf, neginf)
+                             for p in (lax.real(a), lax.imag(a))))
     if not dtypes.is_float(a.dtype):
         return a
     info = dtypes.finfo(a.dtype)

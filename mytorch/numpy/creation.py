@@ -22,6 +22,7 @@ from mytorch.numpy._promote import asarray_any, broadcast_shapes, broadcast_to_s
 from mytorch.numpy.introspection import (
     _as_np_dtype,
     can_cast,
+    complexfloating,
     dtype,
     finfo,
     floating,
@@ -29,7 +30,9 @@ from mytorch.numpy.introspection import (
     iinfo,
     inexact,
     integer,
+    iscomplexobj,
     isdtype,
+    isrealobj,
     isscalar,
     issubdtype,
     ndim,
@@ -47,7 +50,8 @@ __all__ = [
     "tri", "tril", "triu", "meshgrid", "indices", "copy", "astype", "from_dlpack", "dtype",
     "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types", "number",
     "integer", "signedinteger",
-    "unsignedinteger", "floating", "inexact", "generic", "isscalar", "ndim", "shape", "size",
+    "unsignedinteger", "floating", "complexfloating", "inexact", "generic", "isscalar", "ndim",
+    "shape", "size", "iscomplexobj", "isrealobj",
 ]
 
 
@@ -324,8 +328,8 @@ def _float_range(n, first, delta, compute):
     """first + i * delta for i < n, computed in `compute`."""
     out = lax.iota(compute, n)
     if n > 1:
-        out = lax.mul(out, _fill((), float(delta), compute))
-    return lax.add(out, _fill((), float(first), compute))
+        out = lax.mul(out, _fill((), np.asarray(delta).item(), compute))
+    return lax.add(out, _fill((), np.asarray(first).item(), compute))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
@@ -377,7 +381,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     out = _to_dtype(out, out_dtype)
     if retstep:
         return out, (lax.convert_element_type(step, out_dtype)
-                     if dtypes.is_float(out_dtype) else step)
+                     if dtypes.is_inexact(out_dtype) else step)
     return out
 
 
@@ -385,7 +389,7 @@ def _linspace_dtype(start, stop, dtype):
     if dtype is not None:
         return _dtype_arg(dtype)
     d = result_type(start, stop)
-    return d if dtypes.is_float(d) else dtypes.default_float()
+    return d if dtypes.is_inexact(d) else dtypes.default_float()
 
 
 def _to_dtype(x, dtype):
@@ -405,7 +409,7 @@ def _insert_axis(axis, ndim, name):
 
 def _compute_dtype(out_dtype):
     """The float the samples are computed in: at least float32, the default for ints."""
-    if dtypes.is_float(out_dtype):
+    if dtypes.is_inexact(out_dtype):
         return dtypes.promote_types(out_dtype, dtypes.float32)
     return dtypes.default_float()
 

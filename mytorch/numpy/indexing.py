@@ -150,7 +150,7 @@ class IndexUpdateRef:
     def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """`x[idx] /= values` (floating-point arrays)."""
         x = _arr(self.array)
-        if not dtypes.is_float(x.dtype):
+        if not dtypes.is_inexact(x.dtype):
             raise user_error(TypeError, 
                 f"at[].divide needs a floating-point array, got {_s(x)}; convert it first "
                 "with .astype(float)"
@@ -161,7 +161,7 @@ class IndexUpdateRef:
     def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         """`x[idx] **= values` (repeated indices multiply their exponents)."""
         x, expo = self._scaled("power", values, mode)
-        if dtypes.is_float(x.dtype):
+        if dtypes.is_inexact(x.dtype):
             return lax.pow(x, expo)
         from mytorch.numpy import ufuncs
 

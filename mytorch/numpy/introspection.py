@@ -13,7 +13,8 @@ from mytorch.core.array import Array, is_python_scalar
 
 __all__ = [
     "dtype", "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types", "number", "integer",
-    "signedinteger", "unsignedinteger", "floating", "inexact", "generic", "isscalar", "ndim",
+    "signedinteger", "unsignedinteger", "floating", "complexfloating", "inexact", "generic",
+    "isscalar", "ndim", "iscomplexobj", "isrealobj",
     "shape", "size",
 ]
 
@@ -21,7 +22,8 @@ __all__ = [
 # abstract scalar types, for issubdtype
 number, integer, signedinteger, unsignedinteger = (
     np.number, np.integer, np.signedinteger, np.unsignedinteger)
-floating, inexact, generic = np.floating, np.inexact, np.generic
+floating, complexfloating, inexact, generic = (
+    np.floating, np.complexfloating, np.inexact, np.generic)
 
 
 # ---- dtype utilities -----------------------------------------------------------------------
@@ -49,7 +51,8 @@ def dtype(x):
     return dtypes.canonicalize(dtypes.to_dtype(x))
 
 
-_PY_TYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_PY_TYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
+             complex: np.dtype(np.complex128)}
 
 
 def _dtype_of(x):
@@ -59,21 +62,38 @@ def _dtype_of(x):
         return x.dtype
     if isinstance(x, type) and x in _PY_TYPES:
         return _PY_TYPES[x]
-    if x is complex:
-        raise TypeError("mytorch does not support complex dtypes")
     return dtypes.to_dtype(x)
 
 
 def finfo(dtype):
     """Machine limits of a float dtype (bfloat16 included): eps, max, min, tiny, bits...
+    A complex dtype gives the limits of its parts, as NumPy.
 
     >>> float(mnp.finfo(mnp.float16).max)
     65504.0
     """
     d = _dtype_of(dtype)
-    if not dtypes.is_float(d):
+    if not dtypes.is_inexact(d):
         raise ValueError(f"finfo: {d} is not a floating-point dtype; use iinfo for integers")
     return dtypes.finfo(d)
+
+
+def iscomplexobj(x):
+    """Whether `x` (an array, array-like or dtype holder) has a complex dtype."""
+    return dtypes.is_complex(_array_dtype(x))
+
+
+def isrealobj(x):
+    """Whether `x` does not have a complex dtype."""
+    return not iscomplexobj(x)
+
+
+def _array_dtype(x):
+    if isinstance(x, (Array, np.ndarray, np.generic)):
+        return x.dtype
+    if is_python_scalar(x):
+        return dtypes.python_scalar_dtype(x)[0]
+    return np.asarray(x).dtype
 
 
 def iinfo(int_type):
@@ -132,8 +152,8 @@ _KINDS = {
     "unsigned integer": dtypes.is_unsigned_int,
     "integral": dtypes.is_int,
     "real floating": dtypes.is_float,
-    "complex floating": lambda d: False,
-    "numeric": lambda d: dtypes.is_int(d) or dtypes.is_float(d),
+    "complex floating": dtypes.is_complex,
+    "numeric": lambda d: dtypes.is_int(d) or dtypes.is_inexact(d),
 }
 
 

@@ -31,11 +31,13 @@ __all__ = []
 _FLOATS = frozenset((dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64))
 _INTS = frozenset((dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8,
                    dtypes.uint16, dtypes.uint32, dtypes.uint64))
-_NUMERIC = _FLOATS | _INTS
+_COMPLEXES = frozenset((dtypes.complex64, dtypes.complex128))
+_INEXACT = _FLOATS | _COMPLEXES
+_NUMERIC = _FLOATS | _INTS | _COMPLEXES
 _BOOL_INT = _INTS | {dtypes.bool_}
 _ANY = _NUMERIC | {dtypes.bool_}
 # operand types a binary operator converts; anything else gets NotImplemented
-_OPERANDS = (Array, np.ndarray, np.bool_, np.number, bool, int, float, list, tuple)
+_OPERANDS = (Array, np.ndarray, np.bool_, np.number, bool, int, float, complex, list, tuple)
 
 
 def _same_kind(x, y, kinds):
@@ -142,7 +144,7 @@ def _unary(prim, fn_name, kinds):
 def _pow(self, other):
     """`self ** other`: a Python int exponent is `lax.integer_pow` (exact, one op)."""
     if type(other) is int and self.dtype in _NUMERIC and not self.weak_type and (
-        other >= 0 or self.dtype in _FLOATS
+        other >= 0 or self.dtype in _INEXACT
     ):
         return lax.integer_pow(self, other)
     if isinstance(other, _OPERANDS):
@@ -274,7 +276,7 @@ def _contains(self, value):
 _methods = {}
 for _name, _prim, _fn, _kinds in [
     ("add", _ew.add_p, "add", _NUMERIC), ("sub", _ew.sub_p, "subtract", _NUMERIC),
-    ("mul", _ew.mul_p, "multiply", _NUMERIC), ("truediv", _ew.div_p, "true_divide", _FLOATS),
+    ("mul", _ew.mul_p, "multiply", _NUMERIC), ("truediv", _ew.div_p, "true_divide", _INEXACT),
     ("and", _ew.and_p, "bitwise_and", _BOOL_INT), ("or", _ew.or_p, "bitwise_or", _BOOL_INT),
     ("xor", _ew.xor_p, "bitwise_xor", _BOOL_INT),
 ]:
@@ -308,8 +310,9 @@ _methods.update({
     "T": property(lambda self: _manip.transpose(self), doc="`x` with its axes reversed."),
     "mT": property(lambda self: _manip.matrix_transpose(self),
                    doc="`x` with its last two axes swapped."),
-    "real": property(lambda self: _mnp.real(self), doc="The real part (`x` itself)."),
-    "imag": property(lambda self: _mnp.imag(self), doc="The imaginary part (zeros)."),
+    "real": property(lambda self: _mnp.real(self), doc="The real part."),
+    "imag": property(lambda self: _mnp.imag(self), doc="The imaginary part (zeros for a "
+                     "real `x`)."),
     "itemsize": property(lambda self: self.dtype.itemsize, doc="Bytes per element."),
     "nbytes": property(lambda self: self.size * self.dtype.itemsize, doc="Bytes in all."),
     "reshape": _reshape,

@@ -15,7 +15,7 @@ __all__ = ["cov", "corrcoef", "histogram2d", "histogramdd"]
 
 
 def _float(x):
-    return x if dtypes.is_float(x.dtype) else x.astype(dtypes.default_float())
+    return x if dtypes.is_inexact(x.dtype) else x.astype(dtypes.default_float())
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
@@ -72,7 +72,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     fact = lax.max(fact, lax.full_like(fact, 0))
     xc = x - avg[:, None]
     xw = xc if w is None else xc * w
-    c = (xw @ xc.T) / fact
+    c = (xw @ xc.T.conj()) / fact  # conj: complex variables, as NumPy
     return c.squeeze() if c.shape == (1, 1) else c
 
 

@@ -71,7 +71,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
         a, b = _trim(a), _trim(b)
     if a.shape[0] == 0 or b.shape[0] == 0:
         a, b = promote_dtypes("polymul", a, b)
-        return zeros(1, dtypes.default_float() if not dtypes.is_float(a.dtype) else a.dtype)
+        return zeros(1, dtypes.default_float() if not dtypes.is_inexact(a.dtype) else a.dtype)
     return convolve(a, b)
 
 
@@ -84,7 +84,7 @@ def _trim(p):
 
 def _float_coeffs(name, p):
     p = _coeffs(name, p)
-    if not dtypes.is_float(p.dtype):
+    if not dtypes.is_inexact(p.dtype):
         p = lax.convert_element_type(p, dtypes.default_float())
     return p
 

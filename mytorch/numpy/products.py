@@ -158,8 +158,11 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """The dot product of the flattened `a` and `b` (equal sizes): a 0-d array."""
+    """The dot product of the flattened `a` and `b` (equal sizes), conjugating a complex
+    `a` as NumPy does: a 0-d array."""
     a, b = _pair("vdot", a, b)
+    if dtypes.is_complex(a.dtype):
+        a = lax.conj(a)
     if a.size != b.size:
         raise user_error(TypeError, f"vdot: operands need equal sizes, got {_s(a)} and {_s(b)}")
     a, b = _reshape(a, (a.size,)), _reshape(b, (b.size,))

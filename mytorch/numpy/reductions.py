@@ -216,7 +216,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 # ---- nan-ignoring reductions -------------------------------------------------------------
 def _nan_fill(x, value):
-    return _select(lax.bitwise_not(_isnan(x)), x, value) if dtypes.is_float(x.dtype) else x
+    return _select(lax.bitwise_not(_isnan(x)), x, value) if dtypes.is_inexact(x.dtype) else x
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):

@@ -1,7 +1,8 @@
 """Scalar types (`mnp.float32`, ...): classes usable wherever a dtype is expected, and
 callable like JAX's, so `mnp.float32(x)` makes an array of that dtype;
 `isinstance(np.float32(1), mnp.float32)` holds. The aliases JAX
-exports are here too: `bool` (= `bool_`), `int_`, `uint`, `float_`, `single`, `double`."""
+exports are here too: `bool` (= `bool_`), `int_`, `uint`, `float_`, `single`, `double`,
+`complex_`, `csingle`, `cdouble`."""
 
 import numpy as np
 
@@ -55,5 +56,7 @@ uint8, uint16, uint32, uint64 = (
     _ScalarType(d) for d in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (_ScalarType(d) for d in (np.float16, np.float32, np.float64))
 bfloat16 = _ScalarType(dtypes.bfloat16)
+complex64, complex128 = _ScalarType(np.complex64), _ScalarType(np.complex128)
 bool = bool_  # JAX's name (NumPy 2 has it too)
 int_, uint, float_, double, single = int64, uint64, float64, float64, float32
+complex_, csingle, cdouble = complex128, complex64, complex128

@@ -19,7 +19,7 @@ __all__ = ["convolve", "correlate", "interp", "gradient"]
 
 def _inexact(name, *args):
     xs = promote_dtypes(name, *[asarray(a) for a in args])
-    if not dtypes.is_float(xs[0].dtype):
+    if not dtypes.is_inexact(xs[0].dtype):
         xs = [lax.convert_element_type(x, dtypes.default_float()) for x in xs]
     return xs
 
@@ -68,11 +68,13 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
 
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-    """Cross-correlation of two 1-D arrays: c[k] = sum_n a[n + k] * v[n], in NumPy's
+    """Cross-correlation of two 1-D arrays: c[k] = sum_n a[n + k] * conj(v[n]), in NumPy's
     'valid' (default), 'same' or 'full' window; a float array."""
     del preferred_element_type
     x, k = _inexact("correlate", a, v)
     _check_1d("correlate", a=x, v=k)
+    if dtypes.is_complex(k.dtype):  # NumPy's definition conjugates v
+        k = lax.conj(k)
     n, m = x.shape[0], k.shape[0]
     full_ = _correlate_full(x, k, precision)
     if n >= m:

@@ -455,7 +455,7 @@ def _differs(c, equal_nan):
     n = c.shape[0]
     a, b = lax.slice(c, (1,), (n,)), lax.slice(c, (0,), (n - 1,))
     ne = lax.ne(a, b)
-    if equal_nan and dtypes.is_float(c.dtype):
+    if equal_nan and dtypes.is_inexact(c.dtype):
         ne = lax.bitwise_and(ne, lax.bitwise_not(lax.bitwise_and(_isnan(a), _isnan(b))))
     return ne
 

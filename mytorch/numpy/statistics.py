@@ -91,13 +91,18 @@ def _var(name, a, axis, dtype, out, ddof, keepdims, where, mean_, correction, na
     d = lax.sub(xc, mu)
     if where is not None:  # before squaring: a NaN left out must not reach d's derivative
         d = _select(_mask(name, where, d), d, 0)
-    sq = lax.mul(d, d)
+    if dtypes.is_complex(cdt):  # |d|^2: the variance of complex values is real, as NumPy
+        sq = lax.real(lax.mul(d, lax.conj(d)))
+        cdt, dt = dtypes.real_dtype(cdt), dtypes.real_dtype(dt)
+        n = n if isinstance(n, int) else lax.real(n)
+    else:
+        sq = lax.mul(d, d)
     if isinstance(n, int):
         dof = _max(n - ddof, 0)
     else:
         dof = lax.max(lax.sub(n, float(ddof)), _full(n.shape, 0, cdt))
     res = _div(lax.reduce_sum(sq, axes), dof)
-    if nan and dtypes.is_float(x.dtype):  # NumPy's nanvar: NaN where no degrees of freedom
+    if nan and dtypes.is_inexact(x.dtype):  # NumPy's nanvar: NaN where no degrees of freedom
         res = _select(lax.gt(dof, _full(dof.shape, 0, cdt)), res, math.nan)
     res = _cast(res, dt, x.weak_type and dtype is None)
     return _keep(res, x.shape, axes, keepdims)
@@ -181,7 +186,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 # ---- nan-ignoring statistics -------------------------------------------------------------
 def _nan_where(name, x, where):
     """where= combined with "not NaN" (None for non-float x without where)."""
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return where
     ok = lax.bitwise_not(_isnan(x))
     return ok if where is None else lax.bitwise_and(ok, _mask(name, where, x))

@@ -24,8 +24,8 @@ from mytorch.numpy.bits import (
     right_shift, signbit,
 )
 from mytorch.numpy.comparisons import (
-    allclose, array_equal, array_equiv, equal, greater, greater_equal, isclose, isfinite, isinf,
-    isnan, isneginf, isposinf, less, less_equal, logical_and, logical_not, logical_or,
+    allclose, array_equal, array_equiv, equal, greater, greater_equal, isclose, iscomplex,
+    isfinite, isinf, isnan, isreal, isneginf, isposinf, less, less_equal, logical_and, logical_not, logical_or,
     logical_xor, nan_to_num, not_equal, where,
 )
 from mytorch.numpy.transcendental import (
@@ -49,5 +49,5 @@ __all__ = [
     "bitwise_right_shift", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
     "copysign", "nextafter", "heaviside", "nan_to_num", "isclose", "allclose", "array_equal",
     "array_equiv", "gcd", "lcm", "ldexp", "frexp", "modf", "conj", "conjugate", "real", "imag",
-    "angle",
+    "angle", "iscomplex", "isreal",
 ]

@@ -10,6 +10,10 @@ cotangent u:
   * reverse mode: <u, J v> computed with vjp equals <u, jvp> (so vjp is checked against
     the finite difference too);
 and then repeats on the derivative function (jvp in direction v) for higher orders.
+
+Complex arguments and results work too: directions are complex, and values are paired by
+re(sum(a * b)) (no conjugation), the pairing under which mytorch's (and JAX's) transposes
+are transposes; so the reverse-mode check is re(<vjp(u), v>) == re(<u, J v>).
 """
 
 import numpy as np
@@ -19,17 +23,23 @@ import mytorch.numpy as mnp
 from mytorch import tree_util
 
 
+def _wide(x):
+    """`x` as float64, or complex128 if it is complex."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
 def _to_np(tree):
-    return [np.asarray(x, dtype=np.float64) for x in tree_util.tree_leaves(tree)]
+    return [_wide(x) for x in tree_util.tree_leaves(tree)]
 
 
 def _rand_like(rng, leaves):
-    return [rng.standard_normal(np.shape(x)) for x in leaves]
+    return [rng.standard_normal(np.shape(x)) + 1j * rng.standard_normal(np.shape(x))
+            if np.iscomplexobj(x) else rng.standard_normal(np.shape(x)) for x in leaves]
 
 
 def _inner(a, b):
-    return sum(float(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64)))
-               for x, y in zip(a, b))
+    return sum(float(np.real(np.sum(_wide(x) * _wide(y)))) for x, y in zip(a, b))
 
 
 def numerical_jvp(f, args, tangents, eps):
@@ -43,8 +53,7 @@ def numerical_jvp(f, args, tangents, eps):
 
 def _close(got, want, rtol, atol, what):
     for g, w in zip(got, want):
-        np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=rtol, atol=atol,
-                                   err_msg=what)
+        np.testing.assert_allclose(_wide(g), w, rtol=rtol, atol=atol, err_msg=what)
 
 
 def check_jvp(f, args, rng, eps=1e-6, rtol=1e-5, atol=1e-6):
@@ -75,7 +84,7 @@ def check_grads(f, args, order=1, modes=("fwd", "rev"), eps=1e-6, rtol=1e-5, ato
     """Check derivatives of f up to `order` in the given modes (x64 must be on)."""
     assert mt.config.enable_x64, "check_grads needs the x64 fixture"
     rng = np.random.default_rng(seed)
-    args = [np.asarray(a, dtype=np.float64) for a in args]
+    args = [_wide(a) for a in args]
     for k in range(order):
         if "fwd" in modes:
             check_jvp(f, args, rng, eps, rtol, atol)

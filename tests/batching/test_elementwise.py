@@ -105,10 +105,26 @@ def test_bitcast_changing_the_trailing_dimension(data):
     check_vmap(lambda v: lax.bitcast_convert_type(v, np.float32), (wide,), in_axes=(ax,))
 
 
+@pytest.mark.parametrize("name", ["real", "imag", "conj", "complex", "exp", "abs", "mul",
+                                  "div", "sqrt"])
+@settings(max_examples=12)
+@given(data=st.data())
+def test_complex_operands(name, data):
+    """The complex-part primitives, and complex operands of the rows that take them."""
+    shape = data.draw(shapes(max_dims=3))
+    n = data.draw(st.integers(0, 3))
+    nargs = 2 if name in ("complex", "mul", "div") else 1
+    dtype = np.float32 if name == "complex" else np.complex64
+    ops = [_batched_operand(data, dtype, shape, n, data.draw(st.booleans()) or k == 0,
+                            min_value=-10, max_value=10) for k in range(nargs)]
+    check_vmap(getattr(lax, name), tuple(o[0] for o in ops), in_axes=tuple(o[1] for o in ops),
+               rtol=1e-5, atol=1e-6)
+
+
 def test_every_elementwise_primitive_is_covered():
     tested = {u[0] for u in UNARY} | {b[0] for b in BINARY} | {
         "select_n", "clamp", "integer_pow", "convert_element_type", "round",
-        "stop_gradient", "bitcast_convert_type"}
+        "stop_gradient", "bitcast_convert_type", "real", "imag", "conj", "complex"}
     names = {"bitwise_not": "not", "bitwise_and": "and", "bitwise_or": "or",
              "bitwise_xor": "xor"}
     tested = {names.get(t, t) for t in tested}

@@ -18,29 +18,34 @@ from mytorch.errors import X64Warning
 B1, U8, U16, U32, U64 = "b1", "u8", "u16", "u32", "u64"
 I8, I16, I32, I64 = "i8", "i16", "i32", "i64"
 BF16, F16, F32, F64 = "bf16", "f16", "f32", "f64"
-IW, FW = "i*", "f*"
-ORDER = [B1, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, IW, FW]
-# JAX's documented promotion table (jax.numpy type promotion semantics), complex omitted.
+C64, C128 = "c64", "c128"
+IW, FW, CW = "i*", "f*", "c*"
+ORDER = [B1, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, C64, C128, IW, FW, CW]
+# JAX's documented promotion table (jax.numpy type promotion semantics).
 TABLE = """
-b1  b1  u8  u16 u32 u64 i8  i16 i32 i64 bf16 f16 f32 f64 i*  f*
-u8  u8  u8  u16 u32 u64 i16 i16 i32 i64 bf16 f16 f32 f64 u8  f*
-u16 u16 u16 u16 u32 u64 i32 i32 i32 i64 bf16 f16 f32 f64 u16 f*
-u32 u32 u32 u32 u32 u64 i64 i64 i64 i64 bf16 f16 f32 f64 u32 f*
-u64 u64 u64 u64 u64 u64 f*  f*  f*  f*  bf16 f16 f32 f64 u64 f*
-i8  i8  i16 i32 i64 f*  i8  i16 i32 i64 bf16 f16 f32 f64 i8  f*
-i16 i16 i16 i32 i64 f*  i16 i16 i32 i64 bf16 f16 f32 f64 i16 f*
-i32 i32 i32 i32 i64 f*  i32 i32 i32 i64 bf16 f16 f32 f64 i32 f*
-i64 i64 i64 i64 i64 f*  i64 i64 i64 i64 bf16 f16 f32 f64 i64 f*
-bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32 f32 f64 bf16 bf16
-f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f16 f32 f64 f16 f16
-f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64 f32 f32
-f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64
-i*  i*  u8  u16 u32 u64 i8  i16 i32 i64 bf16 f16 f32 f64 i*  f*
-f*  f*  f*  f*  f*  f*  f*  f*  f*  f*  bf16 f16 f32 f64 f*  f*
+b1   b1   u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i*   f*   c*
+u8   u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128 u8   f*   c*
+u16  u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128 u16  f*   c*
+u32  u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128 u32  f*   c*
+u64  u64  u64  u64  u64  u64  f*   f*   f*   f*   bf16 f16  f32  f64  c64  c128 u64  f*   c*
+i8   i8   i16  i32  i64  f*   i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i8   f*   c*
+i16  i16  i16  i32  i64  f*   i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128 i16  f*   c*
+i32  i32  i32  i32  i64  f*   i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128 i32  f*   c*
+i64  i64  i64  i64  i64  f*   i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128 i64  f*   c*
+bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64  c64  c128 bf16 bf16 c64
+f16  f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64  c64  c128 f16  f16  c64
+f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64  c64  c128 f32  f32  c64
+f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  c128 c128 f64  f64  c128
+c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c128 c64  c128 c64  c64  c64
+c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128
+i*   i*   u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128 i*   f*   c*
+f*   f*   f*   f*   f*   f*   f*   f*   f*   f*   bf16 f16  f32  f64  c64  c128 f*   f*   c*
+c*   c*   c*   c*   c*   c*   c*   c*   c*   c*   c64  c64  c64  c128 c64  c128 c*   c*   c*
 """
 NP = {B1: np.bool_, U8: np.uint8, U16: np.uint16, U32: np.uint32, U64: np.uint64,
       I8: np.int8, I16: np.int16, I32: np.int32, I64: np.int64, BF16: ml_dtypes.bfloat16,
-      F16: np.float16, F32: np.float32, F64: np.float64}
+      F16: np.float16, F32: np.float32, F64: np.float64, C64: np.complex64,
+      C128: np.complex128}
 
 
 def _typed(code):
@@ -49,6 +54,8 @@ def _typed(code):
         return np.dtype(np.int64), True
     if code == FW:
         return np.dtype(np.float64), True
+    if code == CW:
+        return np.dtype(np.complex128), True
     return np.dtype(NP[code]), False
 
 
@@ -73,7 +80,7 @@ def test_table_is_symmetric():
         assert rows[a][b] == rows[b][a]
 
 
-@pytest.mark.parametrize("code64,code32", [(I64, I32), (U64, U32), (F64, F32)])
+@pytest.mark.parametrize("code64,code32", [(I64, I32), (U64, U32), (F64, F32), (C128, C64)])
 def test_without_x64_results_narrow(code64, code32):
     d, w = dtypes.promote(*_typed(code64), *_typed(B1))
     assert (d, w) == (np.dtype(NP[code32]), False)
@@ -104,8 +111,10 @@ def test_x64_keeps_64_bit(x64):
 
 
 def test_unsupported_dtype_is_a_clear_error():
-    with pytest.raises(TypeError, match="does not support dtype complex64"):
-        dtypes.canonicalize(np.complex64)
+    with pytest.raises(TypeError, match="does not support dtype <U3"):
+        dtypes.canonicalize(np.dtype("U3"))
+    with pytest.raises(TypeError, match="does not support dtype float128|longdouble"):
+        dtypes.canonicalize(np.longdouble)
 
 
 def test_config_rejects_unknown_options_and_bad_values():
@@ -124,7 +133,7 @@ def test_config_override_restores():
 
 
 # ---- every way of naming a dtype, in every dtype utility ----------------------------------
-STRONG = [c for c in ORDER if c not in (IW, FW)]
+STRONG = [c for c in ORDER if c not in (IW, FW, CW)]
 
 
 def _forms(code):
@@ -133,6 +142,8 @@ def _forms(code):
         return [("type int", int), ("value 3", 3), ("weak array", mnp.asarray(3))]
     if code == FW:
         return [("type float", float), ("value 2.5", 2.5), ("weak array", mnp.asarray(2.5))]
+    if code == CW:
+        return [("type complex", complex), ("value 1j", 1j), ("weak array", mnp.asarray(1j))]
     d = np.dtype(NP[code])
     forms = [("np.dtype", d), ("name", d.name), ("scalar type", NP[code]),
              ("mnp type", getattr(mnp, d.name)), ("mt array", mnp.zeros((2,), d)),
@@ -159,11 +170,11 @@ def test_result_type_accepts_every_dtype_form(a, b, data):
         assert mnp.result_type(fa, fb) == _expected(_rows()[a][b]), (label_a, label_b)
     # without x64 the inputs narrow first, then the result (JAX 0.10: result_type(uint64,
     # int8) is int32, not float32)
-    narrow = {I64: I32, U64: U32, F64: F32}
-    plain = {IW: int, FW: float}
+    narrow = {I64: I32, U64: U32, F64: F32, C128: C64}
+    plain = {IW: int, FW: float, CW: complex}
     fa, fb = (plain.get(c) or np.dtype(NP[c]) for c in (a, b))
     joined = _rows()[narrow.get(a, a)][narrow.get(b, b)]
-    joined = {IW: I32, FW: F32}.get(joined, joined)  # weak results: the default types
+    joined = {IW: I32, FW: F32, CW: C64}.get(joined, joined)  # weak results: the defaults
     assert mnp.result_type(fa, fb) == np.dtype(NP[narrow.get(joined, joined)])
 
 
@@ -178,7 +189,7 @@ def test_promote_types_accepts_every_dtype_form(a, b, data):
 
 
 def _is_value(f):
-    return isinstance(f, (int, float, mt.Array, np.ndarray)) and not isinstance(f, type)
+    return isinstance(f, (int, float, complex, mt.Array, np.ndarray)) and not isinstance(f, type)
 
 
 @settings(max_examples=200, deadline=None)
@@ -198,7 +209,10 @@ def test_dtype_utilities_accept_every_form(code, data):
                 else np.issubdtype(d, kind)  # JAX: bfloat16 is a floating type
             assert mnp.issubdtype(form, kind) == ref, (label, kind)
         assert mnp.issubdtype(form, d) and mnp.isdtype(form, d)
-        if code in (BF16, F16, F32, F64):
+        if code in (C64, C128):
+            assert mnp.finfo(form).eps == np.finfo(d).eps
+            assert mnp.isdtype(form, "complex floating") and mnp.isdtype(form, "numeric")
+        elif code in (BF16, F16, F32, F64):
             ref = ml_dtypes.finfo(d)
             assert mnp.finfo(form).eps == ref.eps and mnp.finfo(form).bits == ref.bits
             assert mnp.isdtype(form, "real floating")
@@ -230,8 +244,8 @@ def test_python_types_name_the_default_dtypes():
     # float16) False, can_cast(float32, float) True
     assert not mnp.issubdtype(float, mnp.float32) and mnp.issubdtype(float, mnp.float64)
     assert not mnp.can_cast(float, mnp.float16) and mnp.can_cast(mnp.float32, float)
-    with pytest.raises(TypeError, match="complex"):
-        mnp.zeros(2, complex)
+    assert mnp.zeros(2, complex).dtype == np.complex64 and dtypes.to_dtype(complex) == np.complex64
+    assert mnp.result_type(complex, np.float16) == np.complex64
     with pytest.raises(TypeError, match="does not name a dtype"):
         mnp.zeros(2, "not_a_dtype")
     with pytest.raises(TypeError, match="does not name a dtype"):

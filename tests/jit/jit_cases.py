@@ -22,6 +22,7 @@ from tests.strategies import arrays, shapes
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(dtypes.bfloat16)
 I32, U8, BOOL = np.dtype(np.int32), np.dtype(np.uint8), np.dtype(np.bool_)
 F64, I64 = np.dtype(np.float64), np.dtype(np.int64)
+C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 DTYPES = [F32, F16, BF16, I32, U8, BOOL]
 X64_DTYPES = DTYPES + [F64, I64]
 P = registry()
@@ -30,7 +31,7 @@ P = registry()
 # ---- drawing values --------------------------------------------------------------------
 def values(draw, dt, shape, lo=None, hi=None, special=True):
     """An array of `dt` and `shape`; floats include NaN and +-inf when `special`."""
-    if dt.kind == "f" or dt == BF16:
+    if dt.kind in "fc" or dt == BF16:
         lo, hi = (-50 if lo is None else lo), (50 if hi is None else hi)
     return draw(arrays(dt, shape, min_value=lo, max_value=hi, allow_nan=special,
                        allow_inf=special))
@@ -634,6 +635,38 @@ def _linalg(name):
     return build
 
 
+# ---- complex parts ------------------------------------------------------------------------
+def _complex_dts(dts):
+    return [C128] if F64 in dts else [C64]
+
+
+def _complex_part(prim):
+    """real/imag/conj of a complex array, inside other complex arithmetic."""
+    def build(draw, dts):
+        dt = pick(draw, _complex_dts(dts))
+        s = shape_of(draw)
+        return (lambda a, b: prim.bind(lax.add(lax.mul(a, b), a))), [
+            values(draw, dt, s), values(draw, dt, s)]
+    return build
+
+
+def _complex_from_parts(draw, dts):
+    dt = pick(draw, [F64] if F64 in dts else [F32])
+    s = shape_of(draw)
+    sx, sy = draw(st.sampled_from([(s, s), (s, ()), ((), s)]))
+    return (lambda a, b: lax.exp(lax.complex(a, b))), [values(draw, dt, sx, -5, 5),
+                                                       values(draw, dt, sy, -5, 5)]
+
+
+def _complex_elementwise(prim, n):
+    """`prim` on complex operands (the elementwise rows that accept them)."""
+    def build(draw, dts):
+        dt = pick(draw, _complex_dts(dts))
+        s = shape_of(draw)
+        return (lambda *a: prim.bind(*a)), [values(draw, dt, s, -3, 3) for _ in range(n)]
+    return build
+
+
 # ---- the table: primitive name -> builders -----------------------------------------------
 CASES = {
     "round": [_round], "integer_pow": [_integer_pow], "select_n": [_select_n],
@@ -661,6 +694,8 @@ CASES = {
     "debug_callback": [_debug_callback],
     "pure_callback": [_pure_callback], "scan": [_scan, _while_grad], "cond": [_cond],
     "while": [_while], "while_tape": [_while_grad],
+    "real": [_complex_part(P["real"])], "imag": [_complex_part(P["imag"])],
+    "conj": [_complex_part(P["conj"])], "complex": [_complex_from_parts],
 }
 for _name in ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
               "tridiagonal_solve"):
@@ -688,3 +723,7 @@ for _name in REDUCERS:
     CASES[_name] = [reducer(P[_name])]
 for _name in CUMULATIVE:
     CASES[_name] = [cumulative(P[_name])]
+# the same rows on complex operands, where they accept them
+for _name in UNARY + BINARY:
+    if accepts(P[_name], C64, 1 if _name in UNARY else 2):
+        CASES[_name].append(_complex_elementwise(P[_name], 1 if _name in UNARY else 2))

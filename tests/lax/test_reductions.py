@@ -212,10 +212,10 @@ def test_reduction_errors():
         lax.reduce_and(x, (0,))
     with pytest.raises(TypeError, match=r"reduce_or needs bool or integer"):
         lax.reduce_or(x, (0,))
-    with pytest.raises(TypeError, match=r"reduce_sum needs integer or floating-point operands, "
+    with pytest.raises(TypeError, match=r"reduce_sum needs integer, floating-point or complex operands, "
                                         r"got bool\[2\]; convert"):
         lax.reduce_sum(from_numpy(np.ones(2, bool)), (0,))
-    with pytest.raises(TypeError, match="reduce_prod needs integer or floating-point"):
+    with pytest.raises(TypeError, match="reduce_prod needs integer, floating-point or complex"):
         lax.reduce_prod(from_numpy(np.ones(2, bool)), (0,))
 
 
@@ -367,7 +367,7 @@ def test_cumulative_errors():
     with pytest.raises(TypeError, match=r"cumlogsumexp needs floating-point operands, "
                                         r"got i32\[3\]"):
         lax.cumlogsumexp(from_numpy(np.ones(3, np.int32)))
-    with pytest.raises(TypeError, match=r"cumsum needs integer or floating-point.*bool\[3\]"):
+    with pytest.raises(TypeError, match=r"cumsum needs integer, floating-point or complex.*bool\[3\]"):
         lax.cumsum(from_numpy(np.ones(3, bool)))
     with pytest.raises(ValueError, match="reverse must be a bool"):
         lax.cumsum_p.bind(x, axis=0, reverse=1)

@@ -480,9 +480,9 @@ TRACED = {
     "astype": lambda x: mnp.astype(x, mnp.float16),
 }
 NOT_FUNCTIONS = {"number", "integer", "signedinteger", "unsignedinteger", "floating", "inexact",
-                 "generic"}
+                 "generic", "complexfloating"}
 STATIC_ONLY = {"dtype", "isdtype", "finfo", "iinfo", "issubdtype", "can_cast", "promote_types",
-               "isscalar", "ndim", "shape", "size"}
+               "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj"}
 
 
 def test_every_creation_function_is_traced():

@@ -262,7 +262,8 @@ def test_unsupported_operands_return_not_implemented():
     assert (x < Reflector()) == "gt"
     assert x.__add__(object()) is NotImplemented
     assert x.__radd__("a") is NotImplemented
-    assert x.__mul__(1j) is NotImplemented
+    assert x.__mul__(b"a") is NotImplemented
+    assert (x * 1j).dtype == np.complex64  # complex scalars are operands
     with pytest.raises(TypeError):
         x + object()
     with pytest.raises(TypeError):

@@ -42,6 +42,8 @@ def matmul(a, b, out_dtype):
     if out_dtype == np.bool_:
         # OR of ANDs: count the true products in float32 BLAS (a count of 1 stays > 0)
         return np.matmul(a.astype(_F32), b.astype(_F32)) > 0
+    if out_dtype.kind == "c":  # complex64/complex128: BLAS's cgemm/zgemm
+        return np.matmul(a.astype(out_dtype, copy=False), b.astype(out_dtype, copy=False))
     if out_dtype.kind == "f" or out_dtype == _BF16:
         ct = _float_compute_dtype(out_dtype)
         out = np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False))

@@ -40,6 +40,8 @@ def _round(x, rounding_method=0):
 
 
 def _logistic(x):
+    if x.dtype.kind == "c":
+        return (1 / (1 + np.exp(-x))).astype(x.dtype)
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
@@ -147,6 +149,8 @@ def _convert(x, *, new_dtype, weak_type):
     bool is `x != 0` (NaN is True)."""
     if new_dtype == np.bool_:
         return x != 0
+    if x.dtype.kind == "c" and not dtypes.is_complex(new_dtype):
+        x = x.real  # complex -> real keeps the real part, as JAX (NumPy's cast warns)
     with np.errstate(all="ignore"):
         if dtypes.is_int(new_dtype) and dtypes.is_float(x.dtype):  # bfloat16's kind is "V"
             # float(info.max) rounds up to 2**63 (2**64) for 64-bit types, so compare first
@@ -156,6 +160,21 @@ def _convert(x, *, new_dtype, weak_type):
             inner = np.where(big | small | np.isnan(y), 0, y).astype(new_dtype)
             return np.where(big, info.max, np.where(small, info.min, inner)).astype(new_dtype)
         return x.astype(new_dtype)
+
+
+def _real(x):
+    return x.real.copy()  # a fresh buffer: generated code may write into results
+
+
+def _imag(x):
+    return x.imag.copy()
+
+
+def _complex(x, y):
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), dtypes.complex_dtype(x.dtype))
+    out.real = x
+    out.imag = y
+    return out
 
 
 def _bitcast(x, *, new_dtype):
@@ -180,7 +199,7 @@ _ANY_FLOAT = {
     ew.shift_right_logical_p: _shift("right_logical"),
     ew.eq_p: np.equal, ew.ne_p: np.not_equal, ew.lt_p: np.less, ew.le_p: np.less_equal,
     ew.gt_p: np.greater, ew.ge_p: np.greater_equal, ew.is_finite_p: np.isfinite,
-    ew.integer_pow_p: _integer_pow,
+    ew.integer_pow_p: _integer_pow, ew.conj_p: np.conjugate,
 }
 # float-only functions: float16 and bfloat16 computed in float32
 _FLOAT_ONLY = {
@@ -200,6 +219,7 @@ _OWN = {
     ew.nextafter_p: _nextafter, ew.select_n_p: _select_n, ew.clamp_p: _clamp,
     ew.convert_element_type_p: _convert, ew.bitcast_convert_type_p: _bitcast,
     ew.stop_gradient_p: lambda x: x,  # arrays are immutable: no copy needed
+    ew.real_p: _real, ew.imag_p: _imag, ew.complex_p: _complex,
 }
 
 NUMPY_FNS = {**_ANY_FLOAT, **_FLOAT_ONLY}
