@@ -134,8 +134,8 @@ def _fd_grad(f, x, eps=1e-6):
 
 
 @pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "cholesky", "qr", "svd",
-                                  "eigh", "pinv", "lstsq", "matrix_power", "norm2", "nuc",
-                                  "cond"])
+                                  "eigh", "pinv", "pinv_wide", "lstsq", "matrix_power",
+                                  "norm2", "nuc", "cond"])
 def test_gradients_match_finite_differences(x64, name):
     rng = np.random.default_rng(1)
     a = rng.normal(size=(3, 3)) + 3 * np.eye(3)
@@ -151,6 +151,7 @@ def test_gradients_match_finite_differences(x64, name):
         "svd": lambda m: LA.svd(m, compute_uv=False),
         "eigh": lambda m: LA.eigh(m + m.T).eigenvalues,
         "pinv": lambda m: LA.pinv(m[:, :2]),
+        "pinv_wide": lambda m: LA.pinv(m[:2, :]),
         "lstsq": lambda m: LA.lstsq(m[:, :2], b)[0],
         "matrix_power": lambda m: LA.matrix_power(m, -2),
         "norm2": lambda m: LA.norm(m, 2),
