@@ -7,8 +7,9 @@ plain string: unknown, never reused). It may ask the generator for an output buf
 (`g.out_buffer(eqn, in_place)`, a name or None) to pass as `out=`. Primitives without an
 emitter (or with operands an emitter declines, by returning None) call their eager kernel.
 
-Only dtypes NumPy computes natively take the direct route: float16 and bfloat16 go through
-the kernels, which compute them in float32 as the eager path does.
+Only dtypes NumPy computes natively take the direct route (complex64/complex128 included):
+float16 and bfloat16 go through the kernels, which compute them in float32 as the eager
+path does.
 """
 
 import math
@@ -27,8 +28,9 @@ from mytorch.lax.dot import dot_general_p
 EMITTERS = {}
 _NATIVE = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-    np.uint64, np.float32, np.float64))
+    np.uint64, np.float32, np.float64, np.complex64, np.complex128))
 _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_INEXACT = _FLOATS | frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 
 
 def emitter(*prims):
@@ -59,9 +61,13 @@ def _ufunc_call(g, eqn, args, ufunc_name):
     return fresh(f"{fn}({', '.join(args)}{f', out={out}' if out else ''})")
 
 
-def _ufunc_emitter(ufunc_name, floats_only=False):
+def _ufunc_emitter(ufunc_name, floats_only=False, inexact_only=False):
     def emit(g, eqn, args):
-        if not (_float_op(eqn) if floats_only else _native(eqn)):
+        if inexact_only:
+            ok = all(v.aval.dtype in _INEXACT for v in (*eqn.invars, *eqn.outvars))
+        else:
+            ok = _float_op(eqn) if floats_only else _native(eqn)
+        if not ok:
             return None
         return _ufunc_call(g, eqn, args, ufunc_name)
 
@@ -85,7 +91,7 @@ def _register_ufuncs():
 
 
 _register_ufuncs()
-EMITTERS[ew.div_p] = _ufunc_emitter("true_divide", floats_only=True)
+EMITTERS[ew.div_p] = _ufunc_emitter("true_divide", inexact_only=True)
 EMITTERS[add_any_p] = _ufunc_emitter("add")
 EMITTERS[ew.rem_p] = _ufunc_emitter("fmod", floats_only=True)
 
@@ -183,6 +189,8 @@ def _convert(g, eqn, args):
     src, dst = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
     if src not in _NATIVE or dst not in _NATIVE or (dst.kind in "iu" and src.kind == "f"):
         return None  # float -> int saturates in the kernel
+    if src.kind == "c" and dst.kind not in "cb":
+        return None  # complex -> real keeps the real part in the kernel (NumPy's cast warns)
     if dst == np.bool_:
         return fresh(f"np.not_equal({args[0]}, 0)")
     if not eqn.outvars[0].aval.shape:
