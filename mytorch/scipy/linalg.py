@@ -1,6 +1,7 @@
 """`mt.scipy.linalg` (JAX's `jax.scipy.linalg`): triangular, Cholesky and LU solves, the
-LU factorisation as P, L, U, the matrix exponential, block_diag, and SciPy's spellings of
-solve, eigh, cholesky, qr, svd, det and inv.
+LU factorisation as P, L, U, the matrix exponential and logarithm, block_diag, and SciPy's
+spellings of solve, eigh (also the generalised problem), eig, eigvals, cholesky, qr, svd,
+det and inv.
 
 float32/float64 and complex64/complex128 matrices, batched over leading dimensions (ints
 and bools become the default float); for complex input the symmetric cases read Hermitian
@@ -18,9 +19,11 @@ from mytorch.core.source_info import user_error
 from mytorch.lax import linalg as lax_linalg
 from mytorch.numpy._linalg_solvers import broadcast_batch, inexact, lu_solve as _lu_solve
 from mytorch.numpy._linalg_solvers import matrix, mT, real_dtype
+from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
-           "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv"]
+           "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv",
+           "eig", "eigvals", "logm"]
 
 
 def _s(x):
@@ -263,12 +266,16 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
          driver=None, *, symmetrize_input=True):
     """(w, v): the ascending eigenvalues [..., n] and eigenvectors [..., n, n] of a
-    symmetric `a` (its `lower` or upper triangle); w alone with `eigvals_only`. The
-    generalised problem (b) and the subsets are not supported."""
-    del overwrite_a, overwrite_b, type, check_finite, driver
-    if b is not None or subset_by_index is not None or subset_by_value is not None:
-        raise user_error(ValueError, "eigh: the generalised problem (b=) and eigenvalue "
-                         "subsets are not supported; pass a alone")
+    symmetric `a` (its `lower` or upper triangle); w alone with `eigvals_only`. With `b`,
+    the generalised problem of the given `type` (see `generalized_eigh`). Eigenvalue
+    subsets are not supported."""
+    del overwrite_a, overwrite_b, check_finite, driver
+    if subset_by_index is not None or subset_by_value is not None:
+        raise user_error(ValueError, "eigh: eigenvalue subsets are not supported; select "
+                         "from the full result")
+    if b is not None:
+        return generalized_eigh(a, b, lower=lower, eigvals_only=eigvals_only, type=type,
+                                symmetrize_input=symmetrize_input)
     (a,) = inexact("eigh", a)
     matrix("eigh", a, square=True)
     v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
