@@ -10,7 +10,7 @@ import mytorch.numpy as mnp
 from mytorch import lax
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
-from mytorch.random.keys import canonical_shape, check_key, random_bits
+from mytorch.random.keys import canonical_shape, check_key, random_bits, split_data
 
 __all__ = ["normal", "truncated_normal", "uniform"]
 
@@ -225,10 +225,13 @@ def _normal(data, shape, dtype):
 
 def normal(key, shape=(), dtype=None):
     """Standard normal floats: `sqrt(2) * erf_inv(u)` of a uniform `u` in (-1, 1), as
-    `jax.random.normal` (equal to JAX's up to the rounding of erf_inv).
+    `jax.random.normal` (equal to JAX's up to the rounding of erf_inv). A complex dtype
+    gives `(re + 1j * im) / sqrt(2)` of two normals drawn from the key's two halves, as
+    JAX: unit variance, E|z|^2 = 1.
 
     Args:
-      key: a single key. shape: the result shape. dtype: a float dtype (default float32).
+      key: a single key. shape: the result shape. dtype: a float or complex dtype
+        (default float32).
 
     Returns:
       An array of `shape` and `dtype`.
@@ -239,6 +242,12 @@ def normal(key, shape=(), dtype=None):
     """
     data, _ = check_key("normal", key)
     shape = canonical_shape("normal", shape)
+    if dtype is not None and dtypes.is_complex(dtypes.to_dtype(dtype)):
+        d = dtypes.canonicalize(dtype, explicit=True)
+        real = dtypes.real_dtype(d)
+        halves = split_data(data, (2,))
+        re, im = (_normal(halves[i], shape, real) for i in range(2))
+        return lax.div(lax.complex(re, im), np.sqrt(2).astype(real).item())
     return _normal(data, shape, float_dtype("normal", dtype))
 
 

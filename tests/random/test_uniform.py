@@ -197,3 +197,15 @@ def test_erf_inv_derivative():
     for x in (0.0, 0.3, -0.9, 0.99999):
         expected = np.sqrt(np.pi) / 2 * np.exp(_erf_inv_ref(x) ** 2)
         np.testing.assert_allclose(mt.grad(erf_inv)(np.float32(x)), expected, rtol=2e-3)
+
+
+def test_complex_normal_is_two_halves_over_sqrt2():
+    """JAX's construction: (normal(k1) + 1j normal(k2)) / sqrt(2) for the key's split."""
+    key = mt.random.key(3)
+    z = np.asarray(mt.random.normal(key, (2000,), np.complex64))
+    k1, k2 = mt.random.split(key)
+    re = np.asarray(mt.random.normal(k1, (2000,)))
+    im = np.asarray(mt.random.normal(k2, (2000,)))
+    assert z.dtype == np.complex64
+    np.testing.assert_allclose(z, (re + 1j * im) / np.sqrt(2), rtol=1e-6)
+    assert abs(np.mean(np.abs(z) ** 2) - 1) < 0.1
