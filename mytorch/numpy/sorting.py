@@ -39,7 +39,7 @@ from mytorch.numpy._reduce_util import (
 __all__ = [
     "sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique",
     "nonzero", "argwhere", "flatnonzero", "bincount", "digitize", "histogram",
-    "histogram_bin_edges", "select",
+    "histogram_bin_edges", "select", "sort_complex",
 ]
 
 
@@ -85,6 +85,15 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
     x, ax = _sort_input("sort", a, axis)
     out = lax.sort(x, dimension=ax, is_stable=True)
     return lax.rev(out, (ax,)) if descending else out
+
+
+def sort_complex(a):
+    """`a` sorted along its last axis by real part, then imaginary part, as a complex array
+    (NumPy's sort_complex; float32 and narrower give complex64, ints the default complex)."""
+    x = sort(a)
+    if dtypes.is_inexact(x.dtype):
+        return lax.convert_element_type(x, dtypes.complex_dtype(x.dtype))
+    return lax.convert_element_type(x, dtypes.default_complex())
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):

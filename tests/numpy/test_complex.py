@@ -230,3 +230,11 @@ def test_vmap_matches_loop():
     batched = np.asarray(mt.vmap(f)(mnp.asarray(zs)))
     np.testing.assert_allclose(batched, np.stack([np.asarray(f(mnp.asarray(z))) for z in zs]),
                                rtol=1e-6)
+
+
+def test_sort_complex_matches_numpy():
+    a = np.array([[3 + 1j, 1 - 2j, 1 - 3j, np.nan + 0j], [2, 1j, -1j, 0]], C64)
+    np.testing.assert_array_equal(np.asarray(mnp.sort_complex(a)), np.sort_complex(a))
+    got = mnp.sort_complex(mnp.array([3.0, 1.0, 2.0]))
+    assert got.dtype == C64
+    np.testing.assert_array_equal(np.asarray(got), [1, 2, 3])
