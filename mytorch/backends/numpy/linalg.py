@@ -36,10 +36,13 @@ def _real_dtype(dtype):
 def _cholesky(x):
     # LAPACK reads one triangle (and the real part of a complex diagonal): make that
     # explicit for NumPy's call, which would otherwise see the upper triangle too
-    lower = np.tril(x, -1)
-    diag = np.real(np.diagonal(x, 0, -2, -1))
-    sym = lower + np.conj(_mT(lower))
-    sym[..., np.arange(x.shape[-1]), np.arange(x.shape[-1])] = diag
+    if np.iscomplexobj(x):
+        strict = np.tril(x, -1)
+        sym = strict + np.conj(_mT(strict))
+        n = x.shape[-1]
+        sym[..., np.arange(n), np.arange(n)] = np.real(np.diagonal(x, 0, -2, -1))
+    else:
+        sym = np.tril(x) + _mT(np.tril(x, -1))
     try:
         return np.linalg.cholesky(sym).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError:
