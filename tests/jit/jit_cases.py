@@ -615,6 +615,8 @@ def _linalg(name):
             return (lambda a: lax.linalg.eigh(a)[1]), [_matrices(draw, dts, spd=True)]
         if name == "lu":
             return lax.linalg.lu, [_matrices(draw, dts)]
+        if name == "eig":
+            return lax.linalg.eig, [_matrices(draw, dts, square=True)]
         if name == "qr":
             full = draw(st.booleans())
             return (lambda a: lax.linalg.qr(a, full_matrices=full)), [_matrices(draw, dts)]
@@ -698,7 +700,7 @@ CASES = {
     "conj": [_complex_part(P["conj"])], "complex": [_complex_from_parts],
 }
 for _name in ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
-              "tridiagonal_solve"):
+              "tridiagonal_solve", "eig"):
     CASES[_name] = [_linalg(_name)]
 for _name in ("reduce_window_sum", "reduce_window_max", "reduce_window_min"):
     CASES[_name] = [window(_name)]
