@@ -12,7 +12,9 @@ dimensions):
                                                          spectrum (NumPy's irfftn)
 
 f is float32 or float64 and c the complex dtype of the same precision (complex64 or
-complex128). The NumPy kernel is in mytorch/backends/numpy/fft.py, the derivative,
+complex128). The binder, as JAX's, converts real operands of FFT, IFFT and IRFFT to
+complex and integer ones to the default float first; the primitive itself takes only the
+dtypes above. The NumPy kernel is in mytorch/backends/numpy/fft.py, the derivative,
 transpose and batching rules in fft_rules.py; `mytorch.numpy.fft` builds NumPy's API
 (lengths, axes, norms) on it.
 """
@@ -27,6 +29,7 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
 from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, short
+from mytorch.lax.elementwise import convert_element_type
 
 __all__ = ["FftType", "fft", "fft_p"]
 
@@ -63,8 +66,10 @@ def _check_dtype(x, fft_type):
     """FFT, IFFT and IRFFT read complex operands, RFFT float32/float64 ones."""
     if fft_type == FftType.RFFT:
         if x.dtype not in _REAL:
+            hint = "use FFT for complex input" if dtypes.is_complex(x.dtype) else \
+                "convert it first"
             raise TypeError(f"fft (RFFT) needs a float32 or float64 operand, got {short(x)}; "
-                            "use FFT for complex input")
+                            + hint)
     elif x.dtype not in _COMPLEX:
         raise TypeError(f"fft ({fft_type.name}) needs a complex64 or complex128 operand, "
                         f"got {short(x)}; convert it with lax.convert_element_type"
@@ -101,10 +106,13 @@ def fft(x, fft_type, fft_lengths):
     """The discrete Fourier transform of the trailing `len(fft_lengths)` dims of `x`.
 
     Args:
-      x: c[..., *L] for FFT and IFFT; f[..., *L] for RFFT (float32 or float64);
-        c[..., *L[:-1], L[-1] // 2 + 1] for IRFFT (complex64 or complex128).
+      x: c[..., *L] for FFT and IFFT; f[..., *L] for RFFT; c[..., *L[:-1], L[-1] // 2 + 1]
+        for IRFFT. As in JAX, real and integer operands of FFT, IFFT and IRFFT are
+        converted to complex (integers through the default float), integer operands of
+        RFFT to the default float.
       fft_type: an `FftType`, or one of "fft", "ifft", "rfft", "irfft" (any case).
-      fft_lengths: L, 1 to 3 positive ints, the logical sizes of the transformed dims.
+      fft_lengths: L, 0 to 3 positive ints, the logical sizes of the transformed dims;
+        with none, `x` is returned (converted as above).
 
     Returns:
       FFT/IFFT: c[..., *L]; RFFT: c[..., *L[:-1], L[-1] // 2 + 1] (complex of x's
@@ -112,8 +120,9 @@ def fft(x, fft_type, fft_lengths):
       prod(L), FFT and RFFT do not scale.
 
     Raises:
-      TypeError: a dtype the transform does not take. ValueError: trailing dims that do
-      not match `fft_lengths`, or lengths that are not 1 to 3 positive ints.
+      TypeError: complex input to RFFT, or float16/bfloat16 input to it. ValueError:
+      trailing dims that do not match `fft_lengths`, or lengths that are not 0 to 3
+      positive ints.
 
     >>> import numpy as np
     >>> from mytorch import lax
@@ -127,7 +136,22 @@ def fft(x, fft_type, fft_lengths):
     except TypeError:
         raise user_error(TypeError, f"fft: fft_lengths must be ints, got {fft_lengths!r}") \
             from None
-    if not 1 <= len(lengths) <= 3 or any(n < 1 for n in lengths):
-        raise user_error(ValueError, f"fft: fft_lengths must be 1 to 3 positive ints, got "
+    if len(lengths) > 3 or any(n < 1 for n in lengths):
+        raise user_error(ValueError, f"fft: fft_lengths must be 0 to 3 positive ints, got "
                          f"{lengths}")
-    return fft_p.bind(asarray(x), fft_type=fft_type, fft_lengths=lengths)
+    x = _converted(asarray(x), fft_type)
+    if not lengths:
+        return x
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=lengths)
+
+
+def _converted(x, fft_type):
+    """`x` in the dtype `fft_type` reads, as JAX's lax.fft converts it: integers and bools
+    to the default float, and for all but RFFT real values to complex (complex input to
+    RFFT and float16 are left for the abstract evaluation to reject)."""
+    d = x.dtype
+    if dtypes.is_complex(d) or (fft_type == FftType.RFFT and dtypes.is_float(d)):
+        return x
+    real = d if dtypes.is_float(d) else dtypes.default_float()
+    target = real if fft_type == FftType.RFFT else dtypes.complex_dtype(real)
+    return convert_element_type(x, target, weak_type=False)

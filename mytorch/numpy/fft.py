@@ -9,6 +9,11 @@ axis goes first, as a real transform, for irfftn last.
 Dtypes follow JAX: float32 (and float16, bfloat16) transforms to complex64, float64 to
 complex128; integers and bools are first converted to the default float. irfft and hfft
 return the real dtype of the same precision. rfft, rfftn and ihfft reject complex input.
+
+Where NumPy and JAX differ, JAX's behaviour is kept where it only accepts more (an empty
+axis of unspecified length gives an empty result, no axes give the converted input) or
+where JAX code relies on its error: repeated axes, a sequence as the `axis` of a one-axis
+transform and fft2-style transforms over other than two axes raise ValueError.
 """
 
 import math
@@ -122,15 +127,15 @@ def _transform(op, fft_type, a, s, axes, norm):
         raise user_error(ValueError, f"{op}: shape and axes have different lengths: "
                                      f"s={tuple(s)}, axes={tuple(axes)}")
     x = _input(op, x, fft_type)
-    if not axes:
-        if fft_type in (_RFFT, _IRFFT):
-            raise user_error(ValueError, f"{op} needs at least one axis, got {_s(x)}")
+    if not axes:  # nothing to transform: the converted input, as JAX's lax.fft gives
         return x
     inferred = [x.shape[ax] for ax in axes]
     if fft_type == _IRFFT:
         inferred[-1] = 2 * (inferred[-1] - 1)
-    lengths = inferred if s is None else [m if n is None else n
-                                          for n, m in zip(s, inferred, strict=True)]
+    given = [None] * len(axes) if s is None else s
+    lengths = [m if n is None else n for n, m in zip(given, inferred, strict=True)]
+    if any(x.shape[ax] == 0 and n is None for ax, n in zip(axes, given, strict=True)):
+        return _empty(x, fft_type, axes, lengths)
     _check_lengths(op, lengths)
     groups = [(axes[max(i - _MAX_AXES, 0):i], lengths[max(i - _MAX_AXES, 0):i])
               for i in range(len(axes), 0, -_MAX_AXES)]
@@ -149,6 +154,19 @@ def _transform(op, fft_type, a, s, axes, norm):
     return _normalize(x, fft_type, math.prod(lengths), norm)
 
 
+def _empty(x, fft_type, axes, lengths):
+    """The transform of `x` over an empty axis of unspecified length: an empty array of
+    the result's shape and dtype (as JAX; NumPy raises)."""
+    shape = list(x.shape)
+    for ax, n in zip(axes, lengths, strict=True):
+        shape[ax] = max(n, 0)
+    if fft_type == _RFFT and shape[axes[-1]]:
+        shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    dtype = {_RFFT: dtypes.complex_dtype, _IRFFT: dtypes.real_dtype}.get(
+        fft_type, lambda d: d)(x.dtype)
+    return lax.full(tuple(shape), 0, dtype)
+
+
 def _normalize(x, fft_type, size, norm):
     """Scale for `norm`: lax's forward transforms do not scale, its inverse ones divide by
     the size (NumPy's "backward")."""
@@ -164,7 +182,18 @@ def _normalize(x, fft_type, size, norm):
 
 def _one_axis(op, n, axis):
     """The `s` and `axes` of a one-axis transform."""
+    if isinstance(axis, (list, tuple)):
+        raise user_error(ValueError, f"{op} does not support multiple axes; use {op}n for "
+                                     f"them. Got axis = {axis!r}")
     return None if n is None else (_length(op, "n", n),), (axis,)
+
+
+def _two_axes(op, axes):
+    """The `axes` of a two-dimensional transform: exactly two of them (as JAX)."""
+    if axes is None or len(axes) != 2:
+        raise user_error(ValueError, f"{op} transforms exactly two axes (use {op[:-1]}n "
+                                     f"for other counts). Got axes = {axes!r}")
+    return axes
 
 
 # ---- one axis -----------------------------------------------------------------------------
@@ -268,27 +297,40 @@ def irfftn(a, s=None, axes=None, norm=None):
 
 def fft2(a, s=None, axes=(-2, -1), norm=None):
     """`fftn` over the last two axes by default (numpy.fft.fft2)."""
-    return _transform("fft2", _FFT, a, s, axes, norm)
+    return _transform("fft2", _FFT, a, s, _two_axes("fft2", axes), norm)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None):
     """`ifftn` over the last two axes by default (numpy.fft.ifft2)."""
-    return _transform("ifft2", _IFFT, a, s, axes, norm)
+    return _transform("ifft2", _IFFT, a, s, _two_axes("ifft2", axes), norm)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None):
     """`rfftn` over the last two axes by default (numpy.fft.rfft2)."""
-    return _transform("rfft2", _RFFT, a, s, axes, norm)
+    return _transform("rfft2", _RFFT, a, s, _two_axes("rfft2", axes), norm)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
     """`irfftn` over the last two axes by default (numpy.fft.irfft2)."""
-    return _transform("irfft2", _IRFFT, a, s, axes, norm)
+    return _transform("irfft2", _IRFFT, a, s, _two_axes("irfft2", axes), norm)
 
 
 # ---- frequencies and shifts ---------------------------------------------------------------
+def _window(op, n, d):
+    """`n` as an int and `d` as one value; ValueError (JAX's) for sequences."""
+    if isinstance(n, (list, tuple)):
+        raise user_error(ValueError, f"{op}: the n argument only takes an int. Got n = "
+                                     f"{list(n)}")
+    if isinstance(d, (list, tuple)) or (d.ndim if isinstance(d, Array) else np.ndim(d)):
+        shown = list(d) if isinstance(d, (list, tuple)) else _s(d) if isinstance(d, Array) \
+            else np.shape(d)
+        raise user_error(ValueError, f"{op}: the d argument only takes a single value. Got "
+                                     f"d = {shown}")
+    return _length(op, "n", n)
+
+
 def _frequencies(k, n, d, dtype):
-    """k / (n d) in `dtype` (default: the default float); `d` may be an array."""
+    """k / (n d) in `dtype` (default: the default float); `d` may be a traced scalar."""
     dtype = dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
     if isinstance(d, Array):
         return lax.div(asarray_any(k / n, dtype), lax.convert_element_type(d, dtype))
@@ -308,7 +350,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
       f[n].
     """
     del device
-    n = _length("fftfreq", "n", n)
+    n = _window("fftfreq", n, d)
     k = np.concatenate([np.arange((n - 1) // 2 + 1), np.arange(-(n // 2), 0)])
     return _frequencies(k.astype(np.float64), n, d, dtype)
 
@@ -317,7 +359,7 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an `rfft` of length `n` (numpy.fft.rfftfreq):
     [0, 1, ..., n // 2] / (n d), f[n // 2 + 1]; arguments as in `fftfreq`."""
     del device
-    n = _length("rfftfreq", "n", n)
+    n = _window("rfftfreq", n, d)
     return _frequencies(np.arange(n // 2 + 1, dtype=np.float64), n, d, dtype)
 
 

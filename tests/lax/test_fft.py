@@ -179,14 +179,29 @@ def test_jaxpr_shows_params():
 def test_dtype_errors_name_the_type_and_operand():
     with pytest.raises(TypeError, match=r"fft \(FFT\) needs a complex64 or complex128 "
                                         r"operand, got f32\[4\]"):
-        lax.fft(np.zeros(4, np.float32), "fft", (4,))
-    with pytest.raises(TypeError, match=r"fft \(IRFFT\) needs a complex.*got f32\[3\]"):
-        lax.fft(np.zeros(3, np.float32), "irfft", (4,))
+        lax.fft_p.bind(mnp.zeros(4, np.float32), fft_type=FftType.FFT, fft_lengths=(4,))
+    with pytest.raises(TypeError, match=r"fft \(IRFFT\) needs a complex.*got i32\[3\]"):
+        lax.fft_p.bind(mnp.zeros(3, np.int32), fft_type=FftType.IRFFT, fft_lengths=(4,))
     with pytest.raises(TypeError, match=r"fft \(RFFT\) needs a float32 or float64 operand, "
-                                        r"got c64\[4\]"):
+                                        r"got c64\[4\]; use FFT for complex input"):
         lax.fft(np.zeros(4, np.complex64), "rfft", (4,))
-    with pytest.raises(TypeError, match=r"fft \(RFFT\).*got i32\[4\]"):
-        lax.fft(np.zeros(4, np.int32), "rfft", (4,))
+    with pytest.raises(TypeError, match=r"fft \(RFFT\).*got f16\[4\]; convert it first"):
+        lax.fft(np.zeros(4, np.float16), "rfft", (4,))
+
+
+def test_binder_converts_as_jax():
+    """lax.fft converts real and integer operands (JAX's lax.fft does); no lengths: the
+    converted operand itself."""
+    x = np.arange(4)
+    got = lax.fft(x.astype(np.float32), "fft", (4,))
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(got), np.fft.fft(x), rtol=1e-6)
+    assert lax.fft(x, "rfft", (4,)).dtype == np.complex64
+    assert lax.fft(x, "irfft", (6,)).dtype == np.float32
+    assert lax.fft(np.float16(1.0) * np.ones(4, np.float16), "ifft", (4,)).dtype == np.complex64
+    same = lax.fft(x, "fft", ())
+    assert same.dtype == np.complex64 and same.tolist() == [0, 1, 2, 3]
+    assert lax.fft(x, "rfft", []).dtype == np.float32
 
 
 def test_length_errors():
@@ -198,9 +213,9 @@ def test_length_errors():
         lax.fft(np.zeros((2, 4), np.complex64), "irfft", (2, 4))
     with pytest.raises(ValueError, match=r"rank >= 2, got c64\[4\]"):
         lax.fft(np.zeros(4, np.complex64), "fft", (1, 4))
-    with pytest.raises(ValueError, match="1 to 3 positive ints"):
+    with pytest.raises(ValueError, match="0 to 3 positive ints"):
         lax.fft(np.zeros((1, 1, 1, 1), np.complex64), "fft", (1, 1, 1, 1))
-    with pytest.raises(ValueError, match="1 to 3 positive ints"):
+    with pytest.raises(ValueError, match="0 to 3 positive ints"):
         lax.fft(np.zeros(0, np.complex64), "fft", (0,))
     with pytest.raises(ValueError, match="unknown fft_type 'dct'"):
         lax.fft(np.zeros(4, np.complex64), "dct", (4,))

@@ -128,8 +128,26 @@ def test_float32_and_defaults_without_x64():
     _check(mnp.fft.fft([1, 2, 3]), np.fft.fft([1, 2, 3]), np.float32)
 
 
-def test_zero_dimensional_fftn_is_the_input():
+def test_no_axes_give_the_converted_input():
+    """As JAX (whose lax.fft returns its converted operand for no lengths)."""
     assert mnp.fft.fftn(np.float32(2.0)).tolist() == 2.0 + 0j
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for name, dtype in [("fftn", np.complex64), ("ifftn", np.complex64),
+                        ("rfftn", np.float32), ("irfftn", np.complex64)]:
+        got = getattr(mnp.fft, name)(x, axes=[])
+        assert got.dtype == dtype and got.tolist() == x.tolist()
+
+
+def test_empty_axes_give_empty_results():
+    """A transformed axis of size 0 without a length: an empty result (as JAX)."""
+    got = mnp.fft.fft(mnp.zeros((0,), mnp.complex64))
+    assert got.shape == (0,) and got.dtype == np.complex64
+    assert mnp.fft.rfftn(np.ones((2, 0), np.float32)).shape == (2, 0)
+    assert mnp.fft.irfftn(np.ones((0, 3), np.complex64)).shape == (0, 4)
+    assert mnp.fft.irfftn(np.ones((0, 3), np.complex64)).dtype == np.float32
+    # an explicit length pads the empty axis, as NumPy
+    np.testing.assert_array_equal(np.asarray(mnp.fft.fft(np.zeros(0, np.float32), n=3)),
+                                  np.zeros(3))
 
 
 # ---- frequencies and shifts ---------------------------------------------------------------
@@ -255,7 +273,15 @@ def test_errors_as_numpy_raises_them():
         mnp.fft.ihfft(np.ones(3, np.complex64))
     with pytest.raises(TypeError, match=r"fft: n must be an int, got 2.5"):
         mnp.fft.fft(x, n=2.5)
-    with pytest.raises(ValueError, match=r"rfftn needs at least one axis"):
-        mnp.fft.rfftn(np.float32(1.0))
+    with pytest.raises(ValueError, match=r"fft does not support multiple axes; use fftn "
+                                         r"for them. Got axis = \[1, 1\]"):
+        mnp.fft.fft(x, axis=[1, 1])
+    with pytest.raises(ValueError, match=r"irfft2 transforms exactly two axes.*\(0, 1, 2\)"):
+        mnp.fft.irfft2(np.ones((2, 3, 3)), axes=(0, 1, 2))
+    with pytest.raises(ValueError, match=r"fftfreq: the n argument only takes an int"):
+        mnp.fft.fftfreq([0, 1, 2])
+    with pytest.raises(ValueError, match=r"rfftfreq: the d argument only takes a single "
+                                         r"value. Got d = \[0, 1, 2\]"):
+        mnp.fft.rfftfreq(10, d=[0, 1, 2])
     with pytest.raises(ValueError, match=r"test_fft\.py"):  # the user's line
         mnp.fft.fft(x, n=0)
