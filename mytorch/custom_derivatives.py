@@ -154,7 +154,7 @@ def _tangents_like(name, p_out, p_tree, t_out, t_tree):
         if a.shape != b.shape:
             raise TypeError(f"the custom JVP of {name} returned a tangent output "
                             f"{b.str_short()} for a primal output {a.str_short()}")
-        if a.dtype != b.dtype and dtypes.is_float(a.dtype) and dtypes.is_float(b.dtype):
+        if a.dtype != b.dtype and dtypes.is_inexact(a.dtype) and dtypes.is_inexact(b.dtype):
             t = convert_element_type(t, a.dtype)
         out.append(t)
     return out

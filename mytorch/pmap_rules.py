@@ -120,7 +120,7 @@ class _PmapHooks(CallHooks):
 
     def operand_cotangent(self, params, i, ct):
         """Every replica read an unmapped operand whole: its cotangent is their sum."""
-        if params["in_mapped"][i] or not dtypes.is_float(aval_of(ct).dtype):
+        if params["in_mapped"][i] or not dtypes.is_inexact(aval_of(ct).dtype):
             return ct
         from mytorch.lax import parallel as par
 

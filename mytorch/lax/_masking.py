@@ -55,7 +55,7 @@ def keep_like(keep, x):
 def guard(keep, x):
     """`x` where `keep` holds, else `x` with a zero derivative (same value); non-float `x`
     is returned as it is."""
-    if not dtypes.is_float(aval_of(x).dtype):
+    if not dtypes.is_inexact(aval_of(x).dtype):
         return x
     return select_n(keep_like(keep, x), stop_gradient(x), x)
 
@@ -64,7 +64,7 @@ def guard_linear(keep, x):
     """`x` where `keep` holds, else zero: the guard of a linear input (whose transpose
     cannot pass through stop_gradient)."""
     a = aval_of(x)
-    if not dtypes.is_float(a.dtype):
+    if not dtypes.is_inexact(a.dtype):
         return x
     return select_n(keep_like(keep, x), full(a.shape, 0, a.dtype), x)
 
@@ -83,7 +83,7 @@ def substitute(keep, x, donor):
     a = aval_of(x)
     if a.shape[0] == 0:  # no examples: none to substitute
         return x
-    src = stop_gradient(x) if dtypes.is_float(a.dtype) else x
+    src = stop_gradient(x) if dtypes.is_inexact(a.dtype) else x
     one = dynamic_index_in_dim(src, donor, 0, keepdims=False)
     return select_n(keep_like(keep, x), broadcast_in_dim(one, a.shape, tuple(range(1, a.ndim))),
                     x)

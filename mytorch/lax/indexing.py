@@ -397,7 +397,7 @@ def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes, m
 
 
 def _default_fill(dtype):
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):
         return float("nan")
     if dtypes.is_signed_int(dtype):
         return int(np.iinfo(dtype).min)

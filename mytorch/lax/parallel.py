@@ -139,8 +139,8 @@ def _reducer(name):
     @prim.def_abstract_eval
     def _abstract_eval(x, *, axis_name):
         _check_names(name, axis_name)
-        if not (dtypes.is_int(x.dtype) or dtypes.is_float(x.dtype)):
-            raise TypeError(f"{name} needs integer or floating-point operands, got "
+        if not (dtypes.is_int(x.dtype) or dtypes.is_inexact(x.dtype)):
+            raise TypeError(f"{name} needs integer, floating-point or complex operands, got "
                             f"{short(x)}; convert bools first, e.g. "
                             "lax.convert_element_type(x, np.int32)")
         return ShapedArray(x.shape, x.dtype, x.weak_type)
@@ -202,7 +202,7 @@ def pmean(x, axis_name):
     n = math.prod(sizes.values())
 
     def mean(v):
-        if not dtypes.is_float(v.dtype):
+        if not dtypes.is_inexact(v.dtype):
             v = convert_element_type(v, dtypes.default_float())
         if not names:
             return v
@@ -308,8 +308,9 @@ def _psum_scatter_abstract_eval(x, *, axis_name, scatter_dimension, tiled, axis_
     op = "psum_scatter"
     _check_names(op, axis_name, 1)
     _check_size(op, axis_size, positive=tiled)
-    if not (dtypes.is_int(x.dtype) or dtypes.is_float(x.dtype)):
-        raise TypeError(f"{op} needs integer or floating-point operands, got {short(x)}")
+    if not (dtypes.is_int(x.dtype) or dtypes.is_inexact(x.dtype)):
+        raise TypeError(f"{op} needs integer, floating-point or complex operands, got "
+                        f"{short(x)}")
     if x.ndim == 0:
         raise ValueError(f"{op} needs an operand of rank >= 1, got {short(x)}")
     _check_axis(op, "scatter_dimension", scatter_dimension, x.ndim, x)

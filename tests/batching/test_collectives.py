@@ -513,7 +513,7 @@ def test_bad_parameters_are_reported():
     with pytest.raises(ValueError, match=r"psum_scatter: the scatter dimension 0 of f32\[4\] "
                        r"has size 4; it must equal the axis size 3"):
         _in_vmap(lambda v: lax.psum_scatter(v, "i"))
-    with pytest.raises(TypeError, match=r"psum needs integer or floating-point operands, "
+    with pytest.raises(TypeError, match=r"psum needs integer, floating-point or complex operands, "
                        r"got bool\[4\]"):
         _in_vmap(lambda v: lax.psum(v > 0, "i"))
     with pytest.raises(ValueError, match=r"ppermute takes one axis name, got "
