@@ -35,6 +35,7 @@ from mytorch.lax import indexing_rules as _indexing_rules  # noqa: F401,E402
 from mytorch.lax import parallel_rules as _parallel_rules  # noqa: F401,E402
 from mytorch.lax import attention_rules as _attention_rules  # noqa: F401,E402
 from mytorch.lax import linalg_rules as _linalg_rules  # noqa: F401,E402
+from mytorch.lax import linalg_eig_rules as _linalg_eig_rules  # noqa: F401,E402
 from mytorch.lax import fft_rules as _fft_rules  # noqa: F401,E402
 from mytorch.lax.cond import cond, switch  # noqa: F401,E402
 from mytorch.lax.loops import fori_loop, map, scan  # noqa: F401,E402
