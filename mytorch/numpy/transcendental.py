@@ -7,7 +7,9 @@ import math
 
 from mytorch import lax
 from mytorch.custom_derivatives import custom_jvp
-from mytorch.numpy._ufunc_util import _float_args, _fn, _full, _in_f32, _isinf, _select
+from mytorch.numpy._ufunc_util import (
+    _float_args, _fn, _full, _in_f32, _isinf, _real_only, _select,
+)
 
 __all__ = [
     "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp",
@@ -108,12 +110,13 @@ def _logaddexp(a, b, ln_base):
 
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) without overflow."""
-    return _logaddexp(*_float_args("logaddexp", x1, x2), 1.0)
+    return _logaddexp(*_real_only("logaddexp", *_float_args("logaddexp", x1, x2)), 1.0)
 
 
 def logaddexp2(x1, x2):
     """log2(2**x1 + 2**x2) without overflow."""
-    return _logaddexp(*_float_args("logaddexp2", x1, x2), math.log(2.0))
+    return _logaddexp(*_real_only("logaddexp2", *_float_args("logaddexp2", x1, x2)),
+                      math.log(2.0))
 
 
 def arctan2(x1, x2):

@@ -196,7 +196,7 @@ def test_indexing_and_updates():
 def test_real_only_functions_raise():
     z = mnp.asarray([1 + 1j])
     for fn in (mnp.floor, mnp.ceil, mnp.trunc, mnp.fabs, mnp.floor_divide, mnp.remainder,
-               mnp.fmod, mnp.heaviside, mnp.modf):
+               mnp.fmod, mnp.heaviside, mnp.modf, mnp.logaddexp, mnp.logaddexp2):
         args = (z,) if fn in (mnp.floor, mnp.ceil, mnp.trunc, mnp.fabs, mnp.modf) else (z, z)
         with pytest.raises(TypeError, match=r"not defined for complex arguments, got c64\[1\]"):
             fn(*args)
