@@ -7,6 +7,8 @@ keeps its own lowering of every row (backends/numpy/elementwise.py,
 backends/cupy/expressions.py).
 """
 
+import warnings
+
 import numpy as np
 
 from mytorch.core import dtypes
@@ -281,9 +283,15 @@ def convert_to_existing(x, new_dtype, weak_type=False):
 
 
 def convert_element_type(x, new_dtype, weak_type=False):
-    """`x` converted to `new_dtype` (64-bit dtypes narrow to 32 bits without x64)."""
+    """`x` converted to `new_dtype` (64-bit dtypes narrow to 32 bits without x64). A complex
+    `x` converted to a real dtype keeps its real part, with NumPy's ComplexWarning (as
+    JAX)."""
     x = asarray(x)
     new_dtype = dtypes.canonicalize(new_dtype, explicit=True)
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) \
+            and not dtypes.is_bool(new_dtype):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=2)
     if x.dtype == new_dtype and x.weak_type == weak_type:
         return x
     return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
