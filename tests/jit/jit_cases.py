@@ -637,6 +637,19 @@ def _linalg(name):
     return build
 
 
+# ---- fft (every type, 1 to 3 trailing lengths, batched) ----------------------------------
+def _fft(draw, dts):
+    real = pick(draw, dts, lambda d: d in (F32, F64))
+    fft_type = draw(st.sampled_from(list(lax.FftType)))
+    lengths = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    shape = (*draw(st.sampled_from([(), (2,)])), *lengths)
+    if fft_type == lax.FftType.IRFFT:
+        shape = (*shape[:-1], lengths[-1] // 2 + 1)
+    dt = real if fft_type == lax.FftType.RFFT else (C128 if real == F64 else C64)
+    return (lambda x: lax.fft(x, fft_type, lengths)), [values(draw, dt, shape, -3, 3,
+                                                             special=False)]
+
+
 # ---- complex parts ------------------------------------------------------------------------
 def _complex_dts(dts):
     return [C128] if F64 in dts else [C64]
@@ -698,6 +711,7 @@ CASES = {
     "while": [_while], "while_tape": [_while_grad],
     "real": [_complex_part(P["real"])], "imag": [_complex_part(P["imag"])],
     "conj": [_complex_part(P["conj"])], "complex": [_complex_from_parts],
+    "fft": [_fft],
 }
 for _name in ("cholesky", "triangular_solve", "lu", "qr", "eigh", "svd",
               "tridiagonal_solve", "eig"):
