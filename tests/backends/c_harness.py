@@ -9,7 +9,8 @@ The shim maps the CUDA names the expressions use onto host C:
   `__float2bfloat16_rn` rounds to nearest even (a NaN stays a quiet NaN),
   `__bfloat16_as_ushort`, `__ushort_as_bfloat16`;
 - the prelude's `mt_f32_bits` & co. use memcpy on the host instead of CUDA's intrinsics.
-Everything else (libm functions, integer and float arithmetic) is plain C.
+Everything else (libm functions, integer and float arithmetic, the prelude's complex
+structs) is plain C. A 16-byte result (complex128) prints as two words, low word first.
 """
 
 import pathlib
@@ -71,17 +72,25 @@ def source(prelude, ctype, cases):
                         f"  memcpy(v{k}_{j}, a{k}_{j}, {a.nbytes});\n")
             args.append(f"v{k}_{j}[i]")
         expr = template.format(*args)
+        words = _words(out_dtype)
         body.append(
             f"  for (i = 0; i < {n}; i++) {{\n"
             f"    {ctype(out_dtype)} r = {expr};\n"
-            f"    unsigned long long u = 0; memcpy(&u, &r, sizeof r); printf(\"%llx\\n\", u);\n"
-            "  }\n")
+            f"    unsigned long long u[{words}] = {{0}}; memcpy(u, &r, sizeof r);\n"
+            + "".join(f'    printf("%llx\\n", u[{w}]);\n' for w in range(words))
+            + "  }\n")
     return (SHIM + prelude + "".join(decls) + "int main(void) {\n  int i;\n" + "".join(body)
             + "  return 0;\n}\n")
 
 
+def _words(dtype):
+    """How many 64-bit words hold one element of `dtype` (2 for complex128)."""
+    return max(1, np.dtype(dtype).itemsize // 8)
+
+
 def run(cc, workdir, name, prelude, ctype, cases):
-    """Compile and run the program of `cases`: [array of result bits (uint64) per case]."""
+    """Compile and run the program of `cases`: [array of result bits (uint64) per case],
+    of shape (n,), or (n, 2) for a 16-byte dtype (low word first)."""
     workdir = pathlib.Path(workdir)
     c_file, exe = workdir / f"{name}.c", workdir / name
     c_file.write_text(source(prelude, ctype, cases))
@@ -89,8 +98,9 @@ def run(cc, workdir, name, prelude, ctype, cases):
                     str(exe), "-lm"], check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
     results, pos = [], 0
-    for _, operands, _ in cases:
-        n = len(operands[0])
-        results.append(np.array([int(v, 16) for v in out[pos:pos + n]], dtype=np.uint64))
-        pos += n
+    for _, operands, out_dtype in cases:
+        n, words = len(operands[0]), _words(out_dtype)
+        bits = np.array([int(v, 16) for v in out[pos:pos + n * words]], dtype=np.uint64)
+        results.append(bits.reshape(n, words) if words > 1 else bits)
+        pos += n * words
     return results

@@ -8,6 +8,11 @@ values). Functions that libm and NumPy compute with their own approximations (ex
 ...) may differ by a few ulps on ordinary finite nonzero values (lgamma, digamma and erf_inv
 also by 1e-15 absolute near their zeros, where CPython's lgamma and libm's differ); everywhere
 else, and on every non-finite or zero result, the match is exact.
+
+Complex operands (every pair of the parts 0, -0, +-1, +-inf, NaN, huge and tiny, and more)
+are compared part by part; the approximate functions may also differ by a few ulps of the
+result's magnitude, and complex pow (exp(b log a) in NumPy) by that times 1 + |b log a|, the
+amplification of rounding in b log a.
 """
 
 import shutil
@@ -24,9 +29,10 @@ from mytorch.lax import elementwise as ew
 from tests.backends import c_harness
 
 BF16 = np.dtype(dtypes.bfloat16)
+COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
 ALL = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                              np.uint16, np.uint32, np.uint64, np.float16, np.float32,
-                             np.float64)] + [BF16]
+                             np.float64)] + [BF16] + COMPLEX
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
 APPROX = {  # computed by libm/NumPy approximations: a few ulps apart on finite values
     ew.exp_p, ew.exp2_p, ew.log_p, ew.log1p_p, ew.expm1_p, ew.cbrt_p, ew.sin_p, ew.cos_p,
@@ -35,6 +41,10 @@ APPROX = {  # computed by libm/NumPy approximations: a few ulps apart on finite 
     ew.digamma_p, ew.pow_p, ew.atan2_p, ew.integer_pow_p,
 }
 ULPS = 4
+# on complex operands also those built on hypot (CUDA's is not correctly rounded)
+COMPLEX_APPROX = APPROX | {ew.sqrt_p, ew.rsqrt_p, ew.sign_p}
+# what NumPy computes on complex operands and the CUDA expressions do not
+COMPLEX_MISSING = {ew.asin_p, ew.acos_p, ew.atan_p, ew.asinh_p, ew.acosh_p, ew.atanh_p}
 NEAR_ZEROS = {ew.lgamma_p, ew.digamma_p, ew.erf_inv_p}  # absolute error counts near roots
 UNARY = [p for p in cx.PRIMITIVES if p not in (
     ew.select_n_p, ew.clamp_p, ew.convert_element_type_p, ew.bitcast_convert_type_p,
@@ -42,10 +52,10 @@ UNARY = [p for p in cx.PRIMITIVES if p not in (
     "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt",
     "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
     "asinh", "acosh", "atanh", "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma",
-    "is_finite", "not", "square", "reciprocal", "stop_gradient"}]
+    "is_finite", "not", "square", "reciprocal", "stop_gradient", "real", "imag", "conj"}]
 BINARY = [p for p in cx.PRIMITIVES if p.name in {
     "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and",
-    "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"}]
+    "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "complex"}]
 SHIFTS = [ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p]
 
 
@@ -53,6 +63,8 @@ def edge_values(dt):
     """Edge values of `dt` (zeros, +-1, limits, and for floats +-inf, NaN, halves, tiny),
     then a few seeded random ones (spread over the exponents for floats)."""
     rng = np.random.default_rng(15)
+    if dt.kind == "c":
+        return _complex_edge_values(dt, rng)
     if dt == np.bool_:
         return np.array([False, True])
     if dt.kind in "iu":
@@ -77,6 +89,24 @@ def edge_values(dt):
     return out
 
 
+def _complex_edge_values(dt, rng):
+    """Every pair of the parts 0, -0, +-1, +-inf, NaN, huge and tiny (so +-1, +-i and
+    every non-finite kind), values near |z| = 1 and where exp overflows in steps, then
+    seeded random ones."""
+    f = np.finfo(dt)
+    parts = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, float(f.max), float(f.tiny)]
+    re, im = np.meshgrid(parts, parts, indexing="ij")
+    grid = re.ravel() + 0j
+    grid.imag = im.ravel()
+    special = [0.6 + 0.8j, 0.7 - 0.3j, 1.25 + 0.5j, -0.5 + 0.75j, 2.5 - 3.7j, 100 + 1j,
+               -100 - 2j, 710 + 0.5j, -0.5 - 800j, 3e38 + 3e38j, 1e-40 + 1e-41j,
+               1e-300 - 2e-300j, 2.0 + 0j, 0.5 - 0j, 5 + 1e-20j]
+    rand = (rng.standard_normal(8) * np.exp2(rng.integers(-12, 12, 8))
+            + 1j * rng.standard_normal(8) * np.exp2(rng.integers(-12, 12, 8)))
+    with np.errstate(all="ignore"):
+        return np.concatenate([grid, special, rand]).astype(dt)
+
+
 def _pairs(x, y):
     a, b = np.meshgrid(x, y, indexing="ij")
     return a.ravel(), b.ravel()
@@ -91,12 +121,12 @@ def _accepts(prim, avals, **params):
 
 
 def _case(prim, operands, **params):
-    """(template, operands, out dtype, expected) for `prim` on 1-d `operands`."""
+    """(template, operands, out dtype, expected, params) for `prim` on 1-d `operands`."""
     avals = [ShapedArray(a.shape, a.dtype) for a in operands]
     out_dtype = prim._abstract_eval(*avals, **params).dtype
     expected = np.asarray(numpy_backend.kernel(prim)(*operands, **params))
     template = cx.expression(prim, [a.dtype for a in operands], out_dtype, **params)
-    return template, list(operands), out_dtype, expected.astype(out_dtype, copy=False)
+    return template, list(operands), out_dtype, expected.astype(out_dtype, copy=False), params
 
 
 def cases_for(dt):
@@ -104,8 +134,9 @@ def cases_for(dt):
     x = edge_values(dt)
     xs, ys = _pairs(x, x)
     out = []
+    missing = COMPLEX_MISSING if dt.kind == "c" else set()
     for prim in UNARY:
-        if _accepts(prim, [ShapedArray((), dt)]):
+        if _accepts(prim, [ShapedArray((), dt)]) and prim not in missing:
             out.append((prim, _case(prim, [x])))
     for prim in BINARY:
         if _accepts(prim, [ShapedArray((), dt)] * 2):
@@ -116,9 +147,10 @@ def cases_for(dt):
         a, b = _pairs(x, s.astype(dt))
         out += [(p, _case(p, [a, b])) for p in SHIFTS]
     if dt != np.bool_:
-        for y in (0, 1, 2, 3, 5, 300) + ((-1, -2) if dt in FLOATS else ()):
+        inexact = dt in FLOATS or dt.kind == "c"
+        for y in (0, 1, 2, 3, 5, 300) + ((-1, -2, -7, -150) if inexact else ()):
             out.append((ew.integer_pow_p, _case(ew.integer_pow_p, [x], y=y)))
-        lo, mid, hi = _triples(x)
+        lo, mid, hi = _triples(x[::3] if dt.kind == "c" else x)
         out.append((ew.clamp_p, _case(ew.clamp_p, [lo, mid, hi])))
     if dt in FLOATS:
         for method in (0, 1):
@@ -127,7 +159,8 @@ def cases_for(dt):
     for new in ALL:
         out.append((ew.convert_element_type_p,
                     _case(ew.convert_element_type_p, [x], new_dtype=new, weak_type=False)))
-        if new.itemsize == dt.itemsize and dt != np.bool_ and new != np.bool_:
+        if (new.itemsize == dt.itemsize and dt != np.bool_ and new != np.bool_
+                and dt != np.complex128):  # no other 16-byte dtype
             out.append((ew.bitcast_convert_type_p,
                         _case(ew.bitcast_convert_type_p, [x], new_dtype=new)))
     return out
@@ -158,8 +191,57 @@ def _ordered(bits, nbytes):
                     signed)
 
 
-def _mismatches(prim, expected, got_bits):
+def _pow_condition(prim, ops, params):
+    """1 + |b log a| where NumPy's complex power is exp(b log a) (b not an integer of
+    magnitude below 100): a rounding in b log a moves the result by that relative amount, in
+    NumPy as here; 1 elsewhere."""
+    if prim is ew.integer_pow_p:
+        a, b = ops[0], np.full(len(ops[0]), params["y"])
+    elif prim is ew.pow_p:
+        a, b = ops
+    else:
+        return 1.0
+    if a.dtype.kind != "c":
+        return 1.0
+    a, b = a.astype(np.complex128), b.astype(np.complex128)
+    integral = (b.imag == 0) & (np.abs(b.real) < 100) & (b.real == np.round(b.real))
+    with np.errstate(all="ignore"):
+        w = np.abs(b * np.log(a))
+    return np.where(integral, 1.0, 1.0 + w)
+
+
+def _complex_mismatches(prim, expected, got_bits, condition=1.0):
+    """Each part compared as a float; the approximate functions may also differ by a few
+    ulps of the result's magnitude |w| (a part can be far smaller than |w|), times the
+    `condition` of pow. Where that exceeds 1/eps the angle is lost to rounding (in NumPy
+    too): only each part's class (NaN, infinite, finite) must match."""
     dt = expected.dtype
+    got = np.ascontiguousarray(got_bits).view(dt).reshape(-1)
+    part = np.dtype(f"f{dt.itemsize // 2}")
+    with np.errstate(all="ignore"):
+        mag = np.abs(expected.astype(np.complex128)) * condition
+    lost = np.finfo(part).eps * condition >= 1
+    bad = np.zeros(len(expected), np.bool_)
+    for want, have in ((expected.real, got.real), (expected.imag, got.imag)):
+        wb = np.ascontiguousarray(want).view(f"u{part.itemsize}").astype(np.uint64)
+        gb = np.ascontiguousarray(have).view(f"u{part.itemsize}").astype(np.uint64)
+        wf, gf = want.astype(np.float64), have.astype(np.float64)
+        wrong = (wb != gb) & ~(np.isnan(wf) & np.isnan(gf))
+        if prim in COMPLEX_APPROX:
+            ulps = np.abs(_ordered(wb, part.itemsize) - _ordered(gb, part.itemsize))
+            with np.errstate(all="ignore"):
+                near = (ulps <= ULPS) | (np.abs(wf - gf) <= ULPS * np.finfo(part).eps * mag)
+            zeros = (wf == 0) & (gf == 0)  # signed zeros must match
+            wrong &= ~(np.isfinite(wf) & np.isfinite(gf) & np.isfinite(mag) & near & ~zeros)
+            wrong &= ~(lost & (np.isnan(wf) == np.isnan(gf)) & (np.isinf(wf) == np.isinf(gf)))
+        bad |= wrong
+    return np.flatnonzero(bad)
+
+
+def _mismatches(prim, expected, got_bits, condition=1.0):
+    dt = expected.dtype
+    if dt.kind == "c":
+        return _complex_mismatches(prim, expected, got_bits, condition)
     if dt == np.bool_:
         return np.flatnonzero((got_bits != 0) != expected)
     want = expected.view(np.dtype(f"u{dt.itemsize}")).astype(np.uint64)
@@ -179,6 +261,13 @@ def _mismatches(prim, expected, got_bits):
     return np.flatnonzero(bad)
 
 
+def _shown(bits, dt):
+    """The C result's bits, and the value for a complex dtype."""
+    if dt.kind == "c":
+        return repr(np.ascontiguousarray(bits).view(dt).reshape(()))
+    return f"bits {int(bits):#x}"
+
+
 @pytest.fixture(scope="module")
 def cc():
     path = c_harness.compiler()
@@ -191,14 +280,14 @@ def cc():
 def test_expressions_match_numpy_kernels(dt, cc, tmp_path):
     cases = cases_for(dt)
     results = c_harness.run(cc, tmp_path, f"ew_{dt}", cx.PRELUDE, cx.ctype,
-                            [(t, ops, o) for _, (t, ops, o, _) in cases])
+                            [(t, ops, o) for _, (t, ops, o, _, _) in cases])
     failures = []
-    for (prim, (template, ops, _, expected)), got in zip(cases, results, strict=True):
-        bad = _mismatches(prim, expected, got)
+    for (prim, (template, ops, _, expected, params)), got in zip(cases, results, strict=True):
+        bad = _mismatches(prim, expected, got, _pow_condition(prim, ops, params))
         if bad.size:
             i = bad[0]
             failures.append(f"{prim.name} {template}: inputs {[o[i] for o in ops]} -> "
-                            f"numpy {expected[i]!r}, C bits {int(got[i]):#x}")
+                            f"numpy {expected[i]!r}, C {_shown(got[i], expected.dtype)}")
     assert not failures, "\n".join(failures[:20])
 
 
@@ -238,10 +327,26 @@ def test_numpy_lgamma_overflows_to_inf():
 def test_unsupported_dtype_names_the_primitive_and_dtype():
     with pytest.raises(TypeError, match=r"'pow' on int32"):
         cx.expression(ew.pow_p, [np.int32, np.int32], np.int32)
-    with pytest.raises(TypeError, match="no C type for dtype complex64"):
-        cx.ctype(np.complex64)
+    with pytest.raises(TypeError, match=r"no C type for dtype datetime64\[s\]"):
+        cx.ctype(np.dtype("datetime64[s]"))
     with pytest.raises(TypeError, match="bitcasting uint8 to float32 takes 4 operands"):
         cx.expression(ew.bitcast_convert_type_p, [np.uint8], np.float32)
+
+
+@pytest.mark.parametrize("dt", COMPLEX, ids=str)
+def test_complex_functions_without_an_expression_raise(dt):
+    for prim in sorted(COMPLEX_MISSING, key=lambda p: p.name):
+        assert _accepts(prim, [ShapedArray((), dt)])  # NumPy computes them
+        with pytest.raises(TypeError, match=f"no expression for '{prim.name}' on {dt}"):
+            cx.expression(prim, [dt], dt)
+    with pytest.raises(TypeError, match="'bitcast_convert_type' on complex128"):
+        cx.expression(ew.bitcast_convert_type_p, [np.complex128], np.float64)
+
+
+def test_complex_parts_are_structs_of_two_floats():
+    assert (cx.ctype(np.complex64), cx.ctype(np.complex128)) == ("mt_c64", "mt_c128")
+    assert "typedef struct { float re, im; } mt_c64;" in cx.PRELUDE
+    assert "typedef struct { double re, im; } mt_c128;" in cx.PRELUDE
 
 
 def test_expressions_compile_with_nvcc(tmp_path):
@@ -250,7 +355,7 @@ def test_expressions_compile_with_nvcc(tmp_path):
         pytest.skip("nvcc is not on PATH")
     kernels = []
     for dt in ALL:
-        for k, (_, (template, ops, out_dtype, _)) in enumerate(cases_for(dt)):
+        for k, (_, (template, ops, out_dtype, _, _)) in enumerate(cases_for(dt)):
             params = ", ".join(f"const {cx.ctype(a.dtype)}* a{j}" for j, a in enumerate(ops))
             expr = template.format(*(f"a{j}[i]" for j in range(len(ops))))
             kernels.append(
