@@ -117,10 +117,10 @@ def _transform(op, fft_type, a, s, axes, norm):
         s = [None if n is None else _length(op, "s", n)
              for n in ((s,) if isinstance(s, (int, np.integer)) else s)]
     if axes is None:
-        axes = tuple(range(x.ndim - len(s), x.ndim)) if s is not None else tuple(range(x.ndim))
         if s is not None and len(s) > x.ndim:
             raise user_error(ValueError, f"{op}: s={tuple(s)} has more entries than the "
                                          f"dims of {_s(x)}")
+        axes = tuple(range(x.ndim - len(s), x.ndim)) if s is not None else tuple(range(x.ndim))
     else:
         axes = _axes(op, axes, x)
     if s is not None and len(s) != len(axes):
