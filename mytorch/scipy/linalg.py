@@ -18,7 +18,7 @@ from mytorch.vectorize import vmap
 from mytorch.core.source_info import user_error
 from mytorch.lax import linalg as lax_linalg
 from mytorch.numpy._linalg_solvers import broadcast_batch, inexact, lu_solve as _lu_solve
-from mytorch.numpy._linalg_solvers import matrix, mT, real_dtype
+from mytorch.numpy._linalg_solvers import matrix, real_dtype
 from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
