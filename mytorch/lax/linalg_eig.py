@@ -54,7 +54,9 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
       and a real largest-magnitude component. Eigenvalues come in LAPACK's order.
 
     Example:
-      >>> w, vr = eig(mnp.array([[2., 0.], [0., 3.]]), compute_left_eigenvectors=False)
+      >>> from mytorch import lax
+      >>> w, vr = lax.linalg.eig(np.array([[2., 0.], [0., 3.]], np.float32),
+      ...                        compute_left_eigenvectors=False)
       >>> w
       Array([2.+0.j, 3.+0.j], dtype=complex64)
     """
