@@ -11,8 +11,9 @@ else, and on every non-finite or zero result, the match is exact.
 
 Complex operands (every pair of the parts 0, -0, +-1, +-inf, NaN, huge and tiny, and more)
 are compared part by part; the approximate functions may also differ by a few ulps of the
-result's magnitude, and complex pow (exp(b log a) in NumPy) by that times 1 + |b log a|, the
-amplification of rounding in b log a.
+result's magnitude, times the amplification of a rounding by NumPy's formula where that is
+ill-conditioned (pow as exp(b log a), log1p through hypot(1 + x, y)): their results differ
+from the exact values by as much in NumPy. The same cases run on the GPU where one answers.
 """
 
 import shutil
@@ -46,14 +47,14 @@ COMPLEX_APPROX = APPROX | {ew.sqrt_p, ew.rsqrt_p, ew.sign_p}
 # what NumPy computes on complex operands and the CUDA expressions do not
 COMPLEX_MISSING = {ew.asin_p, ew.acos_p, ew.atan_p, ew.asinh_p, ew.acosh_p, ew.atanh_p}
 NEAR_ZEROS = {ew.lgamma_p, ew.digamma_p, ew.erf_inv_p}  # absolute error counts near roots
-UNARY = [p for p in cx.PRIMITIVES if p not in (
+UNARY = [p for p in sorted(cx.PRIMITIVES, key=lambda p: p.name) if p not in (
     ew.select_n_p, ew.clamp_p, ew.convert_element_type_p, ew.bitcast_convert_type_p,
     ew.integer_pow_p, ew.round_p) and p.name in {
     "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt",
     "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
     "asinh", "acosh", "atanh", "logistic", "erf", "erfc", "erf_inv", "lgamma", "digamma",
     "is_finite", "not", "square", "reciprocal", "stop_gradient", "real", "imag", "conj"}]
-BINARY = [p for p in cx.PRIMITIVES if p.name in {
+BINARY = [p for p in sorted(cx.PRIMITIVES, key=lambda p: p.name) if p.name in {
     "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and",
     "or", "xor", "eq", "ne", "lt", "le", "gt", "ge", "complex"}]
 SHIFTS = [ew.shift_left_p, ew.shift_right_arithmetic_p, ew.shift_right_logical_p]
@@ -191,36 +192,42 @@ def _ordered(bits, nbytes):
                     signed)
 
 
-def _pow_condition(prim, ops, params):
-    """1 + |b log a| where NumPy's complex power is exp(b log a) (b not an integer of
-    magnitude below 100): a rounding in b log a moves the result by that relative amount, in
-    NumPy as here; 1 elsewhere."""
+def _condition(prim, ops, params):
+    """How much NumPy's complex formula amplifies a rounding, relative to the result's larger
+    part (the same amplification applies to NumPy's result as to the C one): for power,
+    exp(b log a) with b not an integer of magnitude below 100, 1 + |b log a| (inf where
+    that is not finite); for log1p, log(hypot(1 + x, y)) + i atan2(y, 1 + x), one over the
+    result's magnitude; 1 elsewhere."""
+    if not ops or ops[0].dtype.kind != "c":
+        return 1.0
+    a = ops[0].astype(np.complex128)
+    if prim is ew.log1p_p:
+        with np.errstate(all="ignore"):
+            return 1.0 + 1.0 / np.abs(np.log(1 + a))
     if prim is ew.integer_pow_p:
-        a, b = ops[0], np.full(len(ops[0]), params["y"])
+        b = np.full(len(a), params["y"], np.complex128)
     elif prim is ew.pow_p:
-        a, b = ops
+        b = ops[1].astype(np.complex128)
     else:
         return 1.0
-    if a.dtype.kind != "c":
-        return 1.0
-    a, b = a.astype(np.complex128), b.astype(np.complex128)
     integral = (b.imag == 0) & (np.abs(b.real) < 100) & (b.real == np.round(b.real))
     with np.errstate(all="ignore"):
         w = np.abs(b * np.log(a))
-    return np.where(integral, 1.0, 1.0 + w)
+    return np.where(integral, 1.0, np.where(np.isnan(w), np.inf, 1.0 + w))
 
 
 def _complex_mismatches(prim, expected, got_bits, condition=1.0):
     """Each part compared as a float; the approximate functions may also differ by a few
-    ulps of the result's magnitude |w| (a part can be far smaller than |w|), times the
-    `condition` of pow. Where that exceeds 1/eps the angle is lost to rounding (in NumPy
-    too): only each part's class (NaN, infinite, finite) must match."""
+    ulps of the larger part (a part can be far smaller than |w|), times the `condition`.
+    Where that exceeds 1/eps, or an ill-conditioned result overflowed, the result is lost to
+    rounding (in NumPy too): only each part's class (NaN, infinite, finite) must match."""
     dt = expected.dtype
     got = np.ascontiguousarray(got_bits).view(dt).reshape(-1)
     part = np.dtype(f"f{dt.itemsize // 2}")
+    eps = np.finfo(part).eps
     with np.errstate(all="ignore"):
-        mag = np.abs(expected.astype(np.complex128)) * condition
-    lost = np.finfo(part).eps * condition >= 1
+        scale = np.maximum(np.abs(expected.real), np.abs(expected.imag)).astype(np.float64)
+        lost = (eps * condition >= 1) | ((condition > 1) & ~np.isfinite(scale))
     bad = np.zeros(len(expected), np.bool_)
     for want, have in ((expected.real, got.real), (expected.imag, got.imag)):
         wb = np.ascontiguousarray(want).view(f"u{part.itemsize}").astype(np.uint64)
@@ -230,9 +237,9 @@ def _complex_mismatches(prim, expected, got_bits, condition=1.0):
         if prim in COMPLEX_APPROX:
             ulps = np.abs(_ordered(wb, part.itemsize) - _ordered(gb, part.itemsize))
             with np.errstate(all="ignore"):
-                near = (ulps <= ULPS) | (np.abs(wf - gf) <= ULPS * np.finfo(part).eps * mag)
-            zeros = (wf == 0) & (gf == 0)  # signed zeros must match
-            wrong &= ~(np.isfinite(wf) & np.isfinite(gf) & np.isfinite(mag) & near & ~zeros)
+                near = (ulps <= ULPS) | (np.abs(wf - gf) / condition <= ULPS * eps * scale)
+            zeros = (wf == 0) & (gf == 0) & (condition <= 1)  # signed zeros must match
+            wrong &= ~(np.isfinite(wf) & np.isfinite(gf) & near & ~zeros)
             wrong &= ~(lost & (np.isnan(wf) == np.isnan(gf)) & (np.isinf(wf) == np.isinf(gf)))
         bad |= wrong
     return np.flatnonzero(bad)
@@ -281,14 +288,20 @@ def test_expressions_match_numpy_kernels(dt, cc, tmp_path):
     cases = cases_for(dt)
     results = c_harness.run(cc, tmp_path, f"ew_{dt}", cx.PRELUDE, cx.ctype,
                             [(t, ops, o) for _, (t, ops, o, _, _) in cases])
+    failures = _failures(cases, results, "C")
+    assert not failures, "\n".join(failures[:20])
+
+
+def _failures(cases, results, where):
+    """A line per case whose results (bits) differ from NumPy's beyond the tolerances."""
     failures = []
     for (prim, (template, ops, _, expected, params)), got in zip(cases, results, strict=True):
-        bad = _mismatches(prim, expected, got, _pow_condition(prim, ops, params))
+        bad = _mismatches(prim, expected, got, _condition(prim, ops, params))
         if bad.size:
             i = bad[0]
             failures.append(f"{prim.name} {template}: inputs {[o[i] for o in ops]} -> "
-                            f"numpy {expected[i]!r}, C {_shown(got[i], expected.dtype)}")
-    assert not failures, "\n".join(failures[:20])
+                            f"numpy {expected[i]!r}, {where} {_shown(got[i], expected.dtype)}")
+    return failures
 
 
 def test_bitcast_width_changes_match_numpy(cc, tmp_path):
@@ -309,6 +322,33 @@ def test_bitcast_width_changes_match_numpy(cc, tmp_path):
     for want, got in zip(expect, results, strict=True):
         np.testing.assert_array_equal(
             want.view(np.dtype(f"u{want.dtype.itemsize}")).astype(np.uint64), got)
+
+
+@pytest.fixture(scope="module")
+def gpu_nvcc(tmp_path_factory):
+    """nvcc's path when it is on PATH and a GPU answers (a probe program runs)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    probe = [("{0}", [np.zeros(1, np.int32)], np.dtype(np.int32))]
+    exe = c_harness.build_cuda(nvcc, tmp_path_factory.mktemp("probe"), "probe", cx.PRELUDE,
+                               cx.ctype, probe)
+    if subprocess.run([str(exe)], check=False, capture_output=True).returncode != 0:
+        pytest.skip("no GPU")
+    return nvcc
+
+
+@pytest.mark.parametrize("dt", ALL, ids=str)
+def test_expressions_on_the_gpu_match_numpy_kernels(dt, gpu_nvcc, tmp_path):
+    # the same cases and tolerances as on the host, computed by kernels as the CuPy backend
+    # compiles them (nvcc's defaults, fma contraction and CUDA's libm)
+    cases = cases_for(dt)
+    exe = c_harness.build_cuda(gpu_nvcc, tmp_path, f"ew_{dt}", cx.PRELUDE, cx.ctype,
+                               [(t, ops, o) for _, (t, ops, o, _, _) in cases])
+    done = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
+    results = c_harness.parse(done.stdout, [(t, ops, o) for _, (t, ops, o, _, _) in cases])
+    failures = _failures(cases, results, "GPU")
+    assert not failures, "\n".join(failures[:20])
 
 
 @pytest.mark.parametrize("prim", sorted(

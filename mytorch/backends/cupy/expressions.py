@@ -193,6 +193,15 @@ MT_FN @c@ mt_recip_@s@(@c@ z) {
   d = mt_rmul_@r@(z.re, r) + z.im;
   return mt_mk_@s@(r / d, (@f@)-1 / d);
 }
+/* hypot; CUDA's overflows on results within an ulp or so of the largest finite value,
+   where the larger part times sqrt(1 + ratio**2) does not */
+MT_FN @f@ mt_hypot_@r@(@f@ x, @f@ y) {
+  @f@ h = hypot@m@(x, y), big, ratio;
+  if (!isinf(h) || !isfinite(x) || !isfinite(y)) return h;
+  big = fmax@m@(fabs@m@(x), fabs@m@(y));
+  ratio = fmin@m@(fabs@m@(x), fabs@m@(y)) / big;
+  return big * sqrt@m@(1 + ratio * ratio);
+}
 /* NumPy's vectorised absolute value: larger * sqrt(1 + ratio**2), an inf part wins over NaN */
 MT_FN @f@ mt_abs_@s@(@c@ z) {
   @f@ re = fabs@m@(z.re), im = fabs@m@(z.im), big, small;
@@ -206,7 +215,7 @@ MT_FN @f@ mt_abs_@s@(@c@ z) {
 }
 /* z / |z| with |z| from hypot (NumPy's loop); 0 at 0; an infinite part gives its sign */
 MT_FN @c@ mt_sign_@s@(@c@ z) {
-  @f@ a = hypot@m@(z.re, z.im);
+  @f@ a = mt_hypot_@r@(z.re, z.im);
   if (a != a) return mt_mk_@s@((@f@)MT_NAN, (@f@)MT_NAN);
   if (isinf(a)) {
     if (isinf(z.re)) {
@@ -297,7 +306,7 @@ MT_FN @c@ mt_log_@s@(@c@ z) {
   } else if (ax < 1 && ax >= (@f@)0.5 && scale == 0 && ax * ax + ay * ay >= (@f@)0.5) {
     re = log1p@m@(mt_x2y2m1_@r@(ax, ay)) / 2;
   } else {
-    re = log@m@(hypot@m@(ax, ay)) - scale * (@f@)MT_LN2;
+    re = log@m@(mt_hypot_@r@(ax, ay)) - scale * (@f@)MT_LN2;
   }
   return mt_mk_@s@(re, atan2@m@(y, x));
 }
@@ -329,7 +338,7 @@ MT_FN @c@ mt_sqrt_@s@(@c@ z) {
     scale = -((@MANT@ + 1) / 2);
     x = scalbn@m@(x, -2 * scale); y = scalbn@m@(y, -2 * scale);
   }
-  d = hypot@m@(x, y);
+  d = mt_hypot_@r@(x, y);
   /* 2 re(w) im(w) = y gives the smaller part without cancellation in d -+ x */
   if (x > 0) {
     r = sqrt@m@((@f@)0.5 * (d + x));
@@ -453,7 +462,7 @@ MT_FN @c@ mt_expm1_@s@(@c@ z) {
 }
 /* NumPy's log1p: log|1 + z| + i arg(1 + z) */
 MT_FN @c@ mt_log1p_@s@(@c@ z) {
-  return mt_mk_@s@(log@m@(hypot@m@(z.re + 1, z.im)), atan2@m@(z.im, z.re + 1));
+  return mt_mk_@s@(log@m@(mt_hypot_@r@(z.re + 1, z.im)), atan2@m@(z.im, z.re + 1));
 }
 /* NumPy's exp2: exp(z ln 2) */
 MT_FN @c@ mt_exp2_@s@(@c@ z) {
