@@ -307,7 +307,8 @@ def _failures(cases, results, where):
 def test_bitcast_width_changes_match_numpy(cc, tmp_path):
     cases, expect = [], []
     for src, dst in [(np.uint32, np.uint8), (np.float32, np.uint16), (np.float64, np.int32),
-                     (np.int64, np.float16), (BF16, np.uint8)]:
+                     (np.int64, np.float16), (BF16, np.uint8), (np.complex64, np.float32),
+                     (np.complex64, np.uint16)]:
         x = edge_values(np.dtype(src))
         want = numpy_backend.kernel(ew.bitcast_convert_type_p)(x, new_dtype=np.dtype(dst))
         for part in range(want.shape[-1]):
