@@ -41,7 +41,7 @@ def unary(name, kinds=INEXACT, out_dtype=None):
     @prim.def_abstract_eval
     def _abstract_eval(x, **params):
         check_dtype(name, x, kinds)
-        if out_dtype == "real":
+        if isinstance(out_dtype, str):  # "real": the real dtype of a complex operand
             return ShapedArray(x.shape, dtypes.real_dtype(x.dtype), x.weak_type)
         if out_dtype is not None:
             return ShapedArray(x.shape, out_dtype, False)

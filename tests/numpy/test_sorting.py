@@ -379,6 +379,7 @@ XS = np.array([[3.0, np.nan, 1.0, 1.0], [0.0, -2.0, 5.0, 2.0]], F32)
 TRACED = [
     ("sort", lambda x: mnp.sort(x, axis=0, descending=True)),
     ("argsort", lambda x: mnp.argsort(x, axis=1)),
+    ("sort_complex", lambda x: mnp.sort_complex(x * 1j + x[::-1])),
     ("lexsort", lambda x: mnp.lexsort([x[0], x[1]])),
     ("partition", lambda x: mnp.partition(x, 1)),
     ("argpartition", lambda x: mnp.argpartition(x, -1, axis=0)),
