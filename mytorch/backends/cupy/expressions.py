@@ -15,7 +15,7 @@ The semantics, dtype by dtype, are the NumPy kernels':
 - shifts by a negative amount or by at least the bit width give 0 (an arithmetic right
   shift of a negative operand gives -1);
 - max/min propagate NaN; of two equal operands (+0 and -0) they return the second, but the
-  first for float16, as NumPy's loops do; nextafter(x, y) with x == y is y (x for float16);
+  first for float16, as NumPy's loops do; nextafter(x, y) with x == y is y;
   sign(+-0) is +0 and sign(NaN) is NaN;
 - round: halves away from zero (`rounding_method=0`, C's round) or to even (1, C's rint);
 - float -> int conversion truncates toward zero, saturates at the integer range and sends
@@ -623,9 +623,9 @@ MT_FN double mt_rmul_f64(double a, double b) { return a * b; }
 #define MT_INF mt_f64_from(0x7ff0000000000000ULL)
 #define MT_NAN mt_f64_from(0x7ff8000000000000ULL)
 MT_FN unsigned short mt_next16(unsigned short xb, unsigned short yb, float x, float y,
-                               unsigned short nan, int first_on_ties) {
+                               unsigned short nan) {
   if (x != x || y != y) return nan;
-  if (x == y) return first_on_ties ? xb : yb;
+  if (x == y) return yb;
   if (x == 0) return y < 0 ? (unsigned short)0x8001 : (unsigned short)1;
   return (unsigned short)((x < y) == (x > 0) ? xb + 1 : xb - 1);
 }
@@ -771,7 +771,7 @@ def expression(prim, in_dtypes, out_dtype, **params):
         if prim is ew.nextafter_p:
             bits, nan = _HALF[dt][2], _HALF[dt][4]
             return (f"{_HALF[dt][3]}(mt_next16({bits}({{0}}), {bits}({{1}}), {to_f}({{0}}), "
-                    f"{to_f}({{1}}), {nan}, {int(dt == _F16)}))")
+                    f"{to_f}({{1}}), {nan}))")
         if prim is ew.integer_pow_p and dt == _F16 and params["y"] < 0:
             # NumPy's 1 / x**n: the power is rounded to float16 before the division
             power = f"{to_f}({from_f}(mt_ipow_f32({to_f}({{0}}), {-int(params['y'])})))"

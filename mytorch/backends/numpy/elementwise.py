@@ -116,10 +116,13 @@ def _f(fn):
 
 
 def _nextafter(x, y):
-    """np.nextafter, exact in float16 and, through the bit pattern, in bfloat16."""
+    """np.nextafter, exact in float16 and, through the bit pattern, in bfloat16; y where
+    x == y (C's rule: nextafter(0, -0) is -0), which NumPy's float16 loop follows only from
+    NumPy 2.5 on."""
     if x.dtype != dtypes.bfloat16:
         with np.errstate(all="ignore"):
-            return np.nextafter(x, y)
+            out = np.nextafter(x, y)
+        return np.where(x == y, y, out).astype(x.dtype) if x.dtype == np.float16 else out
     x, y = np.broadcast_arrays(x, y)
     xf, yf = x.astype(np.float32), y.astype(np.float32)
     bits = x.view(np.int16).astype(np.int32)
