@@ -143,7 +143,8 @@ def _select_n(which, *cases):
 
 
 def _clamp(lo, x, hi):
-    return np.minimum(np.maximum(x, lo), hi)
+    with np.errstate(all="ignore"):  # NaN comparisons in bfloat16 warn
+        return np.minimum(np.maximum(x, lo), hi)
 
 
 def _convert(x, *, new_dtype, weak_type):
