@@ -2,7 +2,9 @@
 callable like JAX's, so `mnp.float32(x)` makes an array of that dtype;
 `isinstance(np.float32(1), mnp.float32)` holds. The aliases JAX
 exports are here too: `bool` (= `bool_`), `int_`, `uint`, `float_`, `single`, `double`,
-`complex_`, `csingle`, `cdouble`."""
+`complex_`, `csingle`, `cdouble`, and NumPy's C-type names `intp`, `uintp`, `intc`, `uintc`,
+`byte`, `ubyte`, `short`, `ushort`, `longlong`, `ulonglong`, `half` (their NumPy widths on
+64-bit Linux; the 64-bit ones narrow without x64 like `int64`)."""
 
 import numpy as np
 
@@ -60,3 +62,7 @@ complex64, complex128 = _ScalarType(np.complex64), _ScalarType(np.complex128)
 bool = bool_  # JAX's name (NumPy 2 has it too)
 int_, uint, float_, double, single = int64, uint64, float64, float64, float32
 complex_, csingle, cdouble = complex128, complex64, complex128
+# NumPy's C-type names, with their widths on 64-bit Linux (NumPy's and JAX's)
+intp, uintp, longlong, ulonglong = int64, uint64, int64, uint64
+intc, uintc, byte, ubyte, short, ushort = int32, uint32, int8, uint8, int16, uint16
+half = float16
