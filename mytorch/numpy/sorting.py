@@ -422,9 +422,12 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if return_counts:  # the distance from each value's first position to the next one's
         nxt = lax.concatenate([lax.slice(start, (1,), (size,)), _full((1,), n, it)], 0) \
             if size else start
+        # the last kept value ends where value number `size` starts (at n if none is dropped)
+        kept = lax.le(lax.cumsum(_cast(first, it, False), 0), _full((n,), size, it))
+        end = lax.reduce_sum(_cast(kept, it, False), (0,))
         last = lax.ge(lax.add(_iota((size,), 0), _full((size,), 1, it)),
-                      lax.broadcast_in_dim(count, (size,), ()))
-        nxt = lax.select_n(last, nxt, _full((size,), n, it))
+                      lax.broadcast_in_dim(lax.min(count, _full((), size, it)), (size,), ()))
+        nxt = lax.select_n(last, nxt, lax.broadcast_in_dim(end, (size,), ()))
         outs.append(_select(real, lax.sub(nxt, start), 0))
     return outs[0] if len(outs) == 1 else tuple(outs)
 
