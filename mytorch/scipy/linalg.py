@@ -1,7 +1,8 @@
 """`mt.scipy.linalg` (JAX's `jax.scipy.linalg`): triangular, Cholesky and LU solves, the
-LU factorisation as P, L, U, the matrix exponential and logarithm, block_diag, and SciPy's
-spellings of solve, eigh (also the generalised problem), eig, eigvals, cholesky, qr, svd,
-det and inv.
+LU factorisation as P, L, U, the matrix exponential (and its Fréchet derivative),
+logarithm and square root, block_diag, toeplitz, hankel, hilbert, the polar, RQ and
+Hessenberg factorisations, the tridiagonal eigenproblem, and SciPy's spellings of solve,
+eigh (also the generalised problem), eig, eigvals, cholesky, qr, svd, det and inv.
 
 float32/float64 and complex64/complex128 matrices, batched over leading dimensions (ints
 and bools become the default float); for complex input the symmetric cases read Hermitian
@@ -19,11 +20,15 @@ from mytorch.core.source_info import user_error
 from mytorch.lax import linalg as lax_linalg
 from mytorch.numpy._linalg_solvers import broadcast_batch, inexact, lu_solve as _lu_solve
 from mytorch.numpy._linalg_solvers import matrix, real_dtype
+from mytorch.scipy._linalg_construct import hankel, hilbert, toeplitz
 from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
+from mytorch.scipy._linalg_factor import eigh_tridiagonal, hessenberg, polar, rq
+from mytorch.scipy._linalg_matfunc import expm_frechet, sqrtm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
            "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv",
-           "eig", "eigvals", "logm"]
+           "eig", "eigvals", "logm", "sqrtm", "expm_frechet", "toeplitz", "hankel",
+           "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal"]
 
 
 def _s(x):
@@ -197,7 +202,8 @@ def _expm_2d(a, max_squarings):
     double = a.dtype in (mnp.float64, mnp.complex128)
     bounds, top, orders = _THETA["float64" if double else "float32"]
     norm1 = mnp.max(mnp.sum(mnp.abs(a), axis=0))
-    squarings = mnp.maximum(0, mnp.floor(mnp.log2(norm1 / top)))
+    # ceil, as Higham and SciPy: the scaled norm must be at most top for order 13
+    squarings = mnp.maximum(0, mnp.ceil(mnp.log2(norm1 / top)))
     a = a / (2.0 ** squarings).astype(a.dtype)
     index = mnp.digitize(norm1, mnp.asarray(bounds, norm1.dtype))
     u, v = lax.switch(index, [lambda x, o=o: _pade(o, x) for o in orders], a)
