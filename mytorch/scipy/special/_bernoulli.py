@@ -1,5 +1,6 @@
 """The Bernoulli numbers B_0..B_n (SciPy's convention B_1 = -1/2)."""
 
+import functools
 import math
 import operator
 from fractions import Fraction
@@ -10,7 +11,7 @@ import mytorch.numpy as mnp
 from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 
-_EXACT_UP_TO = 200  # exact rationals up to here (a few ms); beyond, B_n overflows float64
+_EXACT_UP_TO = 300  # |B_n| exceeds float64's range from n = 260; beyond 300, +-inf
 
 
 def _exact(n):
@@ -26,19 +27,23 @@ def _exact(n):
     return out
 
 
+def _rounded(v):
+    """The rational v rounded to float64 (+-inf past its range)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+@functools.lru_cache(maxsize=None)
 def _values(n):
-    """B_0..B_n in float64: rounded from exact rationals, and past n = 200 (where |B_n|
-    exceeds about 1e215) by B_2k = (-1)^(k+1) 2 (2k)! zeta(2k) / (2 pi)^(2k) in logs."""
+    """B_0..B_n rounded once to float64 (a fresh array each call from a cached tuple):
+    exact rationals up to B_300, and past it B_2k = (-1)^(k+1) inf, B_odd = 0."""
     exact = _exact(min(n, _EXACT_UP_TO))
-    out = np.zeros(n + 1)
-    with np.errstate(over="ignore"):
-        out[: len(exact)] = [float(v) if abs(v) < 1e308 else math.inf for v in exact]
-        for m in range(_EXACT_UP_TO + 2, n + 1, 2):
-            # zeta(m) = 1 to float64 precision here
-            log_mag = math.log(2) + math.lgamma(m + 1) - m * math.log(2 * math.pi)
-            mag = math.exp(log_mag) if log_mag < 709.78 else math.inf
-            out[m] = mag if m % 4 == 2 else -mag
-    return out
+    out = [_rounded(v) for v in exact]
+    for m in range(len(out), n + 1):
+        out.append(0.0 if m % 2 else (math.inf if m % 4 == 2 else -math.inf))
+    return tuple(out)
 
 
 def bernoulli(n):
@@ -65,6 +70,6 @@ def bernoulli(n):
                                     f"output's length), got {type(n).__name__}") from None
     if n < 0:
         raise user_error(ValueError, f"bernoulli: n must be >= 0, got {n}")
-    with np.errstate(over="ignore"):
-        values = _values(n).astype(dtypes.default_float())
+    with np.errstate(over="ignore"):  # float32 overflows from B_66
+        values = np.array(_values(n)).astype(dtypes.default_float())
     return mnp.asarray(values)

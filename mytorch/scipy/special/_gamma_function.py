@@ -23,6 +23,7 @@ from mytorch.errors import TracerArrayConversionError
 from mytorch.scipy.special._args import real_args
 from mytorch.scipy.special._util import _cast, _up
 
+_PRODUCT_UP_TO = 32  # poch with an integer |m| up to this is a product of m factors
 _STIRLING_FROM = 15.0  # Stirling's series below (to x^-13) is exact to rounding from here
 # the coefficients B_2k / (2k (2k - 1)) of log Gamma(x)'s Stirling series, k = 1..7
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
@@ -176,6 +177,20 @@ def _poch(z, m):
     limit = mnp.exp(lax.lgamma(1 - bz) - lax.lgamma(1 - bz - bm))
     limit = mnp.where(_odd(bm), -limit, limit)
     out = mnp.where(both, limit, mnp.where(z_pole, 0.0, mnp.where(s_pole, np.inf, generic)))
+    # a small integer m: the product z (z+1) ... (z+m-1) (or 1 / (z-1) ... (z+m)), exact
+    # to rounding and right at and beside the poles, where z + m may round onto one (as
+    # Cephes' recurrence); its m-derivative is the gamma ratio's, poch digamma(z + m)
+    small = (m == mnp.floor(m)) & (mnp.abs(m) <= _PRODUCT_UP_TO) & mnp.isfinite(z)
+    pz, pm = _safe(small, z, 1.0), lax.stop_gradient(_safe(small, m, 0.0))
+    up, down = mnp.ones_like(pz), mnp.ones_like(pz)
+    for k in range(_PRODUCT_UP_TO):
+        up = up * mnp.where(k < pm, pz + k, 1.0)
+        down = down * mnp.where(k < -pm, pz - (k + 1), 1.0)
+    # zero, with the gamma ratio's derivatives in m (and mixed ones), none of its own in z
+    in_m = generic - sign * mnp.exp(_lgamma_diff(sz, lax.stop_gradient(sm)))
+    in_m = mnp.where(mnp.isfinite(in_m), in_m, 0.0)
+    product = mnp.where(down == 0, np.inf, up / mnp.where(down == 0, 1.0, down))
+    out = mnp.where(small, product + in_m, out)
     # z = +inf: Gamma(z + m) / Gamma(z) ~ z^m; m = -inf has no limit
     out = mnp.where(mnp.isposinf(z), mnp.where(m > 0, np.inf, 0.0), out)
     out = mnp.where(mnp.isnan(z) | mnp.isnan(m) | mnp.isneginf(m), np.nan, out)

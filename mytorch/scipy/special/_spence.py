@@ -20,6 +20,7 @@ from mytorch.scipy.special._args import real_args
 from mytorch.scipy.special._util import _cast, _up
 
 _TERMS = 13
+_SLOPE_TERMS = 10
 
 
 def _li2_coefficients(count):
@@ -60,6 +61,7 @@ def _spence_value(x):
     value_mid = _li2_series(-mnp.log(xm))
     value_high = (-_ZETA2 - 0.5 * mnp.log(xh - 1) ** 2 - _li2_series(mnp.log1p(-1 / xh)))
     out = mnp.where(low, value_low, mnp.where(high, value_high, value_mid))
+    out = mnp.where(x == 1, 0.0, out)  # +0 (the series of u = -log 1 = -0 gives -0)
     # SciPy's values: NaN for x < 0 (complex there), at +inf and NaN
     return mnp.where((x < 0) | mnp.isnan(x) | mnp.isposinf(x), np.nan, out)
 
@@ -72,9 +74,16 @@ def _spence(x):
 @_spence.defjvp
 def _spence_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    at_one = x == 1
-    safe = mnp.where(at_one, 2.0, x)
-    slope = mnp.where(at_one, -1.0, mnp.log(safe) / (1 - safe))
+    # log(x) / (1 - x) = -log1p(d) / d, d = x - 1: near x = 1 its Taylor series
+    # -sum_k (-d)^k / (k + 1) (to d^9 < 1e-18), which keeps the derivatives of the slope
+    d = x - 1
+    near = mnp.abs(d) < 1e-2
+    dn = mnp.where(near, d, 0.0)
+    series = mnp.zeros_like(x)
+    for k in reversed(range(_SLOPE_TERMS)):
+        series = series * (-dn) + 1.0 / (k + 1)
+    safe = mnp.where(near, 2.0, x)
+    slope = mnp.where(near, -series, mnp.log(safe) / (1 - safe))
     return _spence(x), t * slope
 
 
