@@ -1,8 +1,9 @@
 """`mt.scipy.linalg` (JAX's `jax.scipy.linalg`): triangular, Cholesky and LU solves, the
 LU factorisation as P, L, U, the matrix exponential (and its Fréchet derivative),
 logarithm and square root, block_diag, toeplitz, hankel, hilbert, the polar, RQ and
-Hessenberg factorisations, the tridiagonal eigenproblem, and SciPy's spellings of solve,
-eigh (also the generalised problem), eig, eigvals, cholesky, qr, svd, det and inv.
+Hessenberg factorisations, the Schur form (with rsf2csf and funm), the tridiagonal
+eigenproblem, and SciPy's spellings of solve, eigh (also the generalised problem), eig,
+eigvals, cholesky, qr, svd, det and inv.
 
 float32/float64 and complex64/complex128 matrices, batched over leading dimensions (ints
 and bools become the default float); for complex input the symmetric cases read Hermitian
@@ -24,11 +25,13 @@ from mytorch.scipy._linalg_construct import hankel, hilbert, toeplitz
 from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
 from mytorch.scipy._linalg_factor import eigh_tridiagonal, hessenberg, polar, rq
 from mytorch.scipy._linalg_matfunc import expm_frechet, sqrtm
+from mytorch.scipy._linalg_schur import funm, rsf2csf, schur
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
            "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv",
            "eig", "eigvals", "logm", "sqrtm", "expm_frechet", "toeplitz", "hankel",
-           "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal"]
+           "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal", "schur", "rsf2csf",
+           "funm"]
 
 
 def _s(x):

@@ -153,42 +153,37 @@ def _sqrtm_cases(rng):
         # real, with complex-conjugate eigenvalues in the right half-plane: a real root
         "rotation": np.array([[2.0, -1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.0, 3.0]]),
         "nonsymmetric": rng.standard_normal((4, 4)) + 4 * np.eye(4),
+        # real with negative eigenvalues: the principal root is complex
+        "general": rng.standard_normal((5, 5)),
+        "negative": np.array([[-4.0, 1.0], [0.0, 9.0]]),
         "complex": _matrix(rng, (4, 4), True) + 3 * np.eye(4),
         "defective": np.array([[4.0, 1.0], [0.0, 4.0]]),
+        "singular_diagonal": np.diag([0.0, 0.0, 9.0, 0.0, 0.0, 4.0]),
     }
 
 
+@pytest.mark.filterwarnings("ignore:Matrix is singular")
 @pytest.mark.parametrize("name", list(_sqrtm_cases(np.random.default_rng(0))))
 def test_sqrtm_values_x64(x64, name):
     a = _sqrtm_cases(np.random.default_rng(0))[name]
     got = _a(L.sqrtm(a))
-    assert got.dtype == a.dtype
+    assert got.dtype == np.complex128  # complex always, as JAX's
     np.testing.assert_allclose(got, sla.sqrtm(a), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got @ got, a, rtol=1e-10, atol=1e-10)
-
-
-def test_sqrtm_negative_eigenvalue():
-    a = np.array([[-4.0, 1.0], [0.0, 9.0]], np.float32)
-    assert np.isnan(_a(L.sqrtm(a))).all()  # real dtype: no real principal root
-    b = (a + np.diag([0.5j, 0])).astype(np.complex64)
-    np.testing.assert_allclose(_a(L.sqrtm(b)), sla.sqrtm(b), rtol=1e-5, atol=1e-5)
-    # exactly on the branch cut, as logm: the iteration cannot pick a side
-    assert np.isnan(_a(L.sqrtm(a.astype(np.complex64)))).all()
-    assert np.isnan(_a(L.sqrtm(np.zeros((2, 2), np.float32)))).all()  # singular
 
 
 def test_sqrtm_float32_batched_vmap_and_jit(x64):
     rng = np.random.default_rng(6)
     a = rng.standard_normal((3, 3, 3)) + 3 * np.eye(3)
     got = _a(L.sqrtm(a.astype(np.float32)))
-    assert got.dtype == np.float32
+    assert got.dtype == np.complex64
     for j in range(3):
         np.testing.assert_allclose(got[j], sla.sqrtm(a[j]), rtol=1e-4, atol=1e-4)
     _check_batched(L.sqrtm, (a,), 1)
     assert L.sqrtm(np.zeros((2, 0, 0))).shape == (2, 0, 0)
 
 
-@pytest.mark.parametrize("name", ["spd", "nonsymmetric", "complex", "defective"])
+@pytest.mark.parametrize("name", ["spd", "nonsymmetric", "general", "complex", "defective"])
 def test_sqrtm_derivatives_x64(x64, name):
     a = _sqrtm_cases(np.random.default_rng(0))[name]
     check_grads(L.sqrtm, (a,), order=1)
@@ -198,9 +193,11 @@ def test_sqrtm_derivative_solves_the_sylvester_equation_x64(x64):
     # d(X²) = dX X + X dX = dA, also at a repeated eigenvalue (the identity)
     rng = np.random.default_rng(7)
     for a in (4 * np.eye(3), _sqrtm_cases(rng)["spd"]):
-        e = rng.standard_normal((3, 3)) if a.shape[0] == 3 else rng.standard_normal((4, 4))
+        e = rng.standard_normal(a.shape)
         x, dx = (_a(t) for t in mt.jvp(L.sqrtm, (mnp.asarray(a),), (mnp.asarray(e),)))
         np.testing.assert_allclose(dx @ x + x @ dx, e, rtol=1e-10, atol=1e-10)
+    grad = _a(mt.grad(lambda x: mnp.real(mnp.trace(L.sqrtm(x))))(4 * np.eye(3)))
+    np.testing.assert_allclose(grad, np.eye(3) / 4, atol=1e-12)  # d tr √A = tr(A^-½ dA)/2
 
 
 def test_sqrtm_errors():
@@ -413,3 +410,135 @@ def test_eigh_tridiagonal_errors():
     with pytest.raises(ValueError, match=r"eigh_tridiagonal: e must be \[..., n-1\] for d "
                                          r"\[..., n\], got d f32\[4\] and e f32\[4\]"):
         L.eigh_tridiagonal(d, mnp.ones(4))
+
+
+# ---- schur, rsf2csf, funm ----------------------------------------------------------------
+def _assert_same_spectrum(got, want, tol):
+    """got and want [n] are one multiset of (complex) values, matched greedily."""
+    left = list(np.asarray(want, np.complex128))
+    for w in np.asarray(got, np.complex128):
+        k = int(np.argmin([abs(w - v) for v in left]))
+        assert abs(w - left[k]) <= tol * max(1.0, abs(w)), (got, want)
+        left.pop(k)
+
+
+def _schur_cases(rng, n):
+    return {
+        "random": rng.standard_normal((n, n)),
+        "symmetric": (lambda x: x + x.T)(rng.standard_normal((n, n))),
+        # a cyclic permutation: all eigenvalues on the unit circle, where plain shifts stall
+        "cyclic": np.roll(np.eye(n), 1, axis=0),
+        "defective": np.eye(n) + np.diag(np.ones(n - 1), 1),
+        "zero": np.zeros((n, n)),
+    }
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("name", ["random", "symmetric", "cyclic", "defective", "zero"])
+def test_schur_real_form_x64(x64, n, name):
+    a = _schur_cases(np.random.default_rng(23 + n), n)[name]
+    t, z = (_a(x) for x in L.schur(a))
+    assert t.dtype == z.dtype == np.float64
+    np.testing.assert_allclose(z @ t @ z.T, a, atol=1e-12 * max(1, np.abs(a).max()) * n)
+    np.testing.assert_allclose(z @ z.T, np.eye(n), atol=1e-13 * n)
+    np.testing.assert_array_equal(np.tril(t, -2), 0)
+    sub = np.diagonal(t, -1)
+    assert not (np.abs(sub[1:]) * np.abs(sub[:-1])).any()  # 2 × 2 blocks are isolated
+    for i in np.flatnonzero(sub):  # standardised as LAPACK: a = d, b c < 0
+        assert t[i, i] == t[i + 1, i + 1] and t[i, i + 1] * t[i + 1, i] < 0
+    _assert_same_spectrum(np.linalg.eigvals(t), sla.schur(a)[0].diagonal() if n == 1
+                          else np.linalg.eigvals(sla.schur(a)[0]),
+                          1e-6 if name == "defective" else 1e-10)
+
+
+@pytest.mark.parametrize("n", [1, 3, 6])
+@pytest.mark.parametrize("complex_", [False, True])
+def test_schur_complex_form_x64(x64, n, complex_):
+    a = _matrix(np.random.default_rng(30 + n), (n, n), complex_)
+    t, z = (_a(x) for x in L.schur(a, output="complex"))
+    assert t.dtype == z.dtype == np.complex128
+    np.testing.assert_allclose(z @ t @ _mH(z), a, atol=1e-12 * n)
+    np.testing.assert_allclose(z @ _mH(z), np.eye(n), atol=1e-13 * n)
+    np.testing.assert_array_equal(np.tril(t, -1), 0)
+    _assert_same_spectrum(np.diagonal(t), sla.schur(a, output="complex")[0].diagonal(),
+                          1e-10)
+    if complex_:  # complex input gives the complex form whatever output asks
+        np.testing.assert_array_equal(_a(L.schur(a)[0]), t)
+
+
+def test_schur_values_where_the_form_is_unique_x64(x64):
+    rng = np.random.default_rng(36)
+    upper = np.triu(rng.standard_normal((4, 4)))  # already triangular: t = a, z = I
+    for got, want in zip(L.schur(upper), sla.schur(upper)):
+        np.testing.assert_allclose(_a(got), want, atol=1e-14)
+    pair = np.array([[1.0, 2.0], [-3.0, 0.5]])  # one standardised 2 × 2 block, as LAPACK's
+    for got, want in zip(L.schur(pair), sla.schur(pair)):
+        np.testing.assert_allclose(_a(got), want, rtol=1e-13, atol=1e-14)
+
+
+def test_schur_float32_batched_vmap_and_jit(x64):
+    a = np.random.default_rng(37).standard_normal((3, 4, 4))
+    t, z = (_a(x) for x in L.schur(a.astype(np.float32)))
+    assert t.dtype == np.float32 and t.shape == (3, 4, 4)
+    for j in range(3):
+        np.testing.assert_allclose(z[j] @ t[j] @ z[j].T, a[j], atol=2e-5)
+    _check_batched(L.schur, (a,), 2)
+    _check_batched(lambda x: L.schur(x, "complex"), (a,), 2)
+    assert L.schur(np.zeros((2, 0, 0)))[0].shape == (2, 0, 0)
+
+
+def test_rsf2csf_x64(x64):
+    a = np.random.default_rng(38).standard_normal((5, 5))
+    t, z = (_a(x) for x in L.schur(a))
+    tc, zc = (_a(x) for x in L.rsf2csf(t, z))
+    want_t, want_z = sla.rsf2csf(t, z)
+    np.testing.assert_allclose(tc, want_t, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(zc, want_z, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(np.tril(tc, -1), 0)
+    np.testing.assert_allclose(zc @ tc @ _mH(zc), a, atol=1e-12)
+    batch = np.stack([t, t]), np.stack([z, z])
+    _check_batched(L.rsf2csf, batch, 2)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_funm_x64(x64, complex_):
+    a = _matrix(np.random.default_rng(39), (5, 5), complex_)
+    got = _a(L.funm(a, mnp.exp))
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, sla.expm(a), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(_a(L.funm(a, lambda x: mnp.sin(x) + 2 * mnp.cos(x))),
+                               sla.funm(a, lambda x: np.sin(x) + 2 * np.cos(x)), rtol=1e-10,
+                               atol=1e-10)
+    f, err = L.funm(a, mnp.sin, disp=False)
+    want_f, want_err = sla.funm(a, np.sin, disp=False)
+    np.testing.assert_allclose(_a(f), want_f, rtol=1e-10, atol=1e-10)
+    assert float(err) < 1e-10 and want_err < 1e-10
+
+
+def test_funm_batched_and_vmap(x64):
+    a = np.random.default_rng(40).standard_normal((2, 3, 3))
+    _check_batched(lambda x: L.funm(x, mnp.exp), (a,), 1)
+    for j in range(2):
+        np.testing.assert_allclose(_a(L.funm(a, mnp.exp))[j], sla.expm(a[j]), rtol=1e-10,
+                                   atol=1e-10)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_funm_derivatives_x64(x64, complex_):
+    a = _matrix(np.random.default_rng(41), (3, 3), complex_) + 3 * np.eye(3)
+    check_grads(lambda x: L.funm(x, mnp.exp), (a,), order=1)
+
+
+def test_schur_errors():
+    with pytest.raises(ValueError, match="schur: output must be 'real' or 'complex', got "
+                                         "'upper'"):
+        L.schur(mnp.eye(2), output="upper")
+    with pytest.raises(ValueError, match="schur: the last two dimensions must be square"):
+        L.schur(mnp.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"rsf2csf: T and Z must be matrices of one size, "
+                                         r"got T f32\[2,2\] and Z f32\[3,3\]"):
+        L.rsf2csf(mnp.eye(2), mnp.eye(3))
+    with pytest.raises(ValueError, match="funm: the last two dimensions must be square"):
+        L.funm(mnp.ones((2, 3)), mnp.exp)
+    with pytest.raises(TypeError, match="schur: not differentiable"):
+        mt.jvp(lambda x: L.schur(x)[0], (mnp.eye(2),), (mnp.eye(2),))
