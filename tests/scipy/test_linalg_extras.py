@@ -101,13 +101,22 @@ def test_expm_frechet_values_x64(x64, complex_):
     a, e = _matrix(rng, (4, 4), complex_), _matrix(rng, (4, 4), complex_)
     got_expm, got = (_a(x) for x in L.expm_frechet(a, e))
     want_expm, want = sla.expm_frechet(a, e)
-    np.testing.assert_allclose(got_expm, want_expm, rtol=1e-11, atol=1e-11)
-    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(got_expm, want_expm, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
     alone = _a(L.expm_frechet(a, e, compute_expm=False, method="SPS"))
     np.testing.assert_allclose(alone, got, rtol=1e-13, atol=1e-13)
     # it is expm's derivative in the direction e
     _, tangent = mt.jvp(L.expm, (mnp.asarray(a),), (mnp.asarray(e),))
-    np.testing.assert_allclose(_a(tangent), got, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(_a(tangent), got, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", [0.5, 2.5, 4.0, 20.0])  # Padé orders 7 and 13, scaled
+def test_expm_frechet_accuracy_across_norms_x64(x64, norm):
+    rng = np.random.default_rng(42)
+    a, e = rng.uniform(-1, 1, (20, 20)), rng.uniform(-1, 1, (20, 20))
+    a = a / np.abs(a).sum(axis=0).max() * norm
+    for got, want in zip(L.expm_frechet(a, e), sla.expm_frechet(a, e)):
+        np.testing.assert_allclose(_a(got), want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
 
 
 def test_expm_frechet_float32_batched_and_vmap(x64):
