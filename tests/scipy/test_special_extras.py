@@ -343,3 +343,79 @@ def test_complex_operands_are_an_error(name, call):
     with pytest.raises(TypeError, match=rf"{name}: needs real floating-point operands.*"
                                         r"c64\[1\].*test_special_extras.py"):
         call(z)
+
+
+# ---- Legendre functions and spherical harmonics -----------------------------------------
+LEGENDRE_Z = np.array([0.3, -0.7, 0.0, 0.999, -0.2, 0.9, 1.0, -1.0])
+
+
+@pytest.mark.parametrize("m,n", [(0, 0), (3, 3), (2, 5), (5, 2), (8, 8)])
+def test_lpmn_against_scipy(x64, m, n):
+    values, derivs = special.lpmn(m, n, LEGENDRE_Z)
+    assert values.shape == derivs.shape == (m + 1, n + 1, len(LEGENDRE_Z))
+    ref = ss.assoc_legendre_p_all(n, m, LEGENDRE_Z, diff_n=1)[:, :, : m + 1]
+    _close(values, np.transpose(ref[0], (1, 0, 2)), rtol=1e-13, atol=1e-14)
+    _close(derivs, np.transpose(ref[1], (1, 0, 2)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("m,n", [(3, 3), (4, 6), (10, 10)])
+def test_lpmn_values_normalized(x64, m, n):
+    values = np.asarray(special.lpmn_values(m, n, LEGENDRE_Z, is_normalized=True))
+    raw = np.asarray(special.lpmn_values(m, n, LEGENDRE_Z, is_normalized=False))
+    _close(raw, np.asarray(special.lpmn(m, n, LEGENDRE_Z)[0]), rtol=0)
+    norm = np.array([[math.sqrt((2 * l + 1) / (4 * math.pi) * math.factorial(l - k)
+                                / math.factorial(l + k)) if k <= l else 0.0
+                      for l in range(n + 1)] for k in range(m + 1)])
+    _close(values, norm[:, :, None] * raw, rtol=1e-12, atol=1e-15)
+    # SciPy's orthonormal-on-[-1, 1] form, sqrt(2 pi) times larger (inside (-1, 1): at
+    # +-1 SciPy's normalized values are off)
+    inner = np.abs(LEGENDRE_Z) < 1
+    ref = ss.assoc_legendre_p_all(n, m, LEGENDRE_Z[inner], norm=True)[0][:, : m + 1]
+    _close(values[:, :, inner], np.transpose(ref, (1, 0, 2)) / math.sqrt(2 * math.pi),
+           rtol=1e-12, atol=1e-15)
+
+
+def test_sph_harm_against_scipy(x64):
+    rng = np.random.default_rng(0)
+    n = rng.integers(0, 7, 40)
+    m = np.array([rng.integers(-k, k + 1) for k in n])
+    theta, phi = rng.uniform(0, 2 * np.pi, 40), rng.uniform(0, np.pi, 40)
+    out = special.sph_harm(m, n, theta, phi)
+    assert out.dtype == np.complex128 and out.shape == (40,)
+    _close(out, ss.sph_harm_y(n, m, phi, theta), rtol=1e-12, atol=1e-14)
+    fn = mt.jit(lambda m, n, t, p: special.sph_harm(m, n, t, p, n_max=6))
+    _close(fn(m, n, theta, phi), np.asarray(out), rtol=1e-14, atol=1e-15)
+    loop = [complex(special.sph_harm(m[i], n[i], theta[i], phi[i], n_max=6)) for i in range(5)]
+    got = mt.vmap(lambda *a: special.sph_harm(*a, n_max=6))(m[:5], n[:5], theta[:5], phi[:5])
+    _close(got, np.array(loop), rtol=1e-14, atol=1e-15)
+
+
+def test_legendre_float32_vmap_jit_and_derivatives(x64):
+    z = LEGENDRE_Z[:6]
+    v32 = special.lpmn_values(3, 4, z.astype(np.float32), is_normalized=True)
+    assert v32.dtype == np.float32
+    _close(v32, np.asarray(special.lpmn_values(3, 4, z, is_normalized=True)), rtol=1e-5,
+           atol=1e-6)
+    _close(mt.jit(lambda z: special.lpmn(3, 4, z)[1])(z),
+           np.asarray(special.lpmn(3, 4, z)[1]), rtol=1e-14)
+    # the derivatives that lpmn returns are those of its values
+    d_auto = mt.jacfwd(lambda z: special.lpmn(3, 4, z)[0])(z)
+    _close(np.einsum("abii->abi", np.asarray(d_auto)), np.asarray(special.lpmn(3, 4, z)[1]),
+           rtol=1e-10, atol=1e-12)
+    check_grads(lambda z: special.lpmn_values(2, 3, z, is_normalized=True), (z,), order=2)
+    check_grads(lambda t, p: special.sph_harm(np.array([1, -2]), np.array([2, 3]), t, p),
+                (np.array([0.4, 2.0]), np.array([1.1, 0.3])), order=1)
+
+
+def test_legendre_errors():
+    with pytest.raises(ValueError, match=r"lpmn: z must be a 1-D array of points, got "
+                                         r"shape \(2, 2\)"):
+        special.lpmn(2, 2, np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="lpmn_values: n must be >= 0"):
+        special.lpmn_values(1, -1, np.zeros(3, np.float32), True)
+    with pytest.raises(TypeError, match="lpmn: m must be a Python int"):
+        special.lpmn(1.5, 2, np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="sph_harm: n_max must be given when n is traced"):
+        mt.jit(lambda n: special.sph_harm(0, n, 0.1, 0.2))(np.int32(2))
+    with pytest.raises(TypeError, match="sph_harm: m must be integers"):
+        special.sph_harm(np.float32(1.0), 2, 0.1, 0.2)

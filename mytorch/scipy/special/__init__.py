@@ -3,8 +3,8 @@ pair, the error function family, the entropy terms, the Bessel functions i0 and 
 their scaled forms), the gamma family (gamma, its sign and log, beta, factorial, poch,
 polygamma and Hurwitz's zeta), the regularized incomplete gamma and beta functions, the
 exponential integrals (expn, exp1, expi), Spence's function, the Bernoulli numbers,
-Kummer's hypergeometric function hyp1f1 and the normal distribution's CDF, its log and its
-inverse.
+Kummer's hypergeometric function hyp1f1, the associated Legendre functions and spherical
+harmonics, and the normal distribution's CDF, its log and its inverse.
 
 Every function promotes its inputs to a float dtype (integers to the default float), works
 elementwise with NumPy broadcasting, and traces. float16/bfloat16 compute in float32 where
@@ -37,6 +37,7 @@ from mytorch.scipy.special._gamma import betaln, digamma, gammaln, multigammaln
 from mytorch.scipy.special._gamma_function import beta, factorial, gamma, gammasgn, poch
 from mytorch.scipy.special._hyp1f1 import hyp1f1
 from mytorch.scipy.special._incomplete import betainc, gammainc, gammaincc
+from mytorch.scipy.special._legendre import lpmn, lpmn_values, sph_harm
 from mytorch.scipy.special._logsumexp import log_softmax, logsumexp, softmax
 from mytorch.scipy.special._normal import log_ndtr, ndtr, ndtri
 from mytorch.scipy.special._spence import spence
@@ -72,6 +73,8 @@ __all__ = [
     "log_softmax",
     "logit",
     "logsumexp",
+    "lpmn",
+    "lpmn_values",
     "multigammaln",
     "ndtr",
     "ndtri",
@@ -80,6 +83,7 @@ __all__ = [
     "rel_entr",
     "softmax",
     "spence",
+    "sph_harm",
     "xlog1py",
     "xlogy",
     "zeta",
