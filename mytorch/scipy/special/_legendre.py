@@ -21,7 +21,6 @@ import numpy as np
 
 import mytorch.numpy as mnp
 from mytorch import lax
-from mytorch.core import dtypes
 from mytorch.core.array import Array
 from mytorch.core.source_info import user_error
 from mytorch.errors import TracerArrayConversionError
