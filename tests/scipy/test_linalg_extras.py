@@ -551,3 +551,13 @@ def test_schur_errors():
         L.funm(mnp.ones((2, 3)), mnp.exp)
     with pytest.raises(TypeError, match="schur: not differentiable"):
         mt.jvp(lambda x: L.schur(x)[0], (mnp.eye(2),), (mnp.eye(2),))
+
+
+def test_jit_select_of_large_complex128_x64(x64):
+    # schur's loop selects between complex128 matrices of 4096+ entries, which the
+    # generated code's branch-free select (integer views of the values) cannot hold
+    rng = np.random.default_rng(43)
+    which = rng.random(5000) < 0.5
+    a, b = _matrix(rng, (5000,), True), _matrix(rng, (5000,), True)
+    got = _a(mt.jit(lambda w, a, b: mnp.where(w, a, b) * 1)(which, a, b))
+    np.testing.assert_array_equal(got, np.where(which, a, b))

@@ -151,6 +151,11 @@ def _select_runtime(which, c0, c1, out=None):
     """`c1 where which else c0` without branches (np.where mispredicts on random masks):
     c0 ^ ((c0 ^ c1) * which) on the bit patterns, so every value, NaN included, is exact."""
     c0, c1 = np.asarray(c0), np.asarray(c1)
+    if c1.dtype.itemsize not in _BITS:  # complex128: no unsigned integer that wide
+        if out is None:
+            return np.where(which, c1, c0)
+        np.copyto(out, np.where(which, c1, c0))
+        return out
     bits = _BITS[c1.dtype.itemsize]
     b = c0.view(bits)
     if not c0.ndim and not c1.ndim:  # two scalars: which * (c0 ^ c1) ^ c0, two passes
