@@ -39,14 +39,18 @@ def _s(x):
     return x.aval.str_short()
 
 
+def _at(n, i, j):
+    """The n × n mask of entry (i, j) (i, j static or traced ints)."""
+    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]
+    return mnp.asarray(rows == i) & mnp.asarray(cols == j)
+
+
 def _givens(n, i, cs, sn, dtype):
     """The n × n identity with [[cs, -sn], [sn, cs]] at rows and columns i, i+1."""
-    rows, cols = np.arange(n)[:, None], np.arange(n)[None, :]
-    eye = mnp.asarray(rows == cols).astype(dtype)
-    at = (lambda r, c: mnp.asarray(rows == r) & mnp.asarray(cols == c))
-    g = mnp.where(at(i, i) | at(i + 1, i + 1), cs, eye)
-    g = mnp.where(at(i, i + 1), -sn, g)
-    return mnp.where(at(i + 1, i), sn, g)
+    eye = mnp.eye(n, dtype=dtype)
+    g = mnp.where(_at(n, i, i) | _at(n, i + 1, i + 1), cs, eye)
+    g = mnp.where(_at(n, i, i + 1), -sn, g)
+    return mnp.where(_at(n, i + 1, i), sn, g)
 
 
 def _sign(x):
@@ -162,7 +166,7 @@ def _schur_2d(a, real):
         g = _givens(n, i, cs, sn, dtype)
         h = mnp.matmul(mH(g), mnp.matmul(h, g))
         for r, c, v in ((0, 0, a_), (0, 1, b_), (1, 0, c_), (1, 1, d_)):
-            h = mnp.where(mnp.asarray(rows == i + r) & mnp.asarray(cols == i + c), v, h)
+            h = mnp.where(_at(n, i + r, i + c), v, h)
         return zero_sub(h, i), mnp.matmul(z, g)
 
     def unfinished(carry):
@@ -275,15 +279,14 @@ def rsf2csf(T, Z, check_finite=True):
         # G = [[conj(cs), sn], [-sn, cs]] on rows m-1, m (columns m-1 on) from the left,
         # Gᴴ on columns m-1, m (rows up to m) from the right, as SciPy
         g = mnp.broadcast_to(mnp.eye(n, dtype=dtype), T.shape)
-        at = (lambda i, j: mnp.asarray((rows == i) & (cols == j)))
-        g = mnp.where(at(m - 1, m - 1), mnp.conj(cs)[..., None, None], g)
-        g = mnp.where(at(m - 1, m), sn[..., None, None], g)
-        g = mnp.where(at(m, m - 1), -sn[..., None, None], g)
-        g = mnp.where(at(m, m), cs[..., None, None], g)
+        g = mnp.where(_at(n, m - 1, m - 1), mnp.conj(cs)[..., None, None], g)
+        g = mnp.where(_at(n, m - 1, m), sn[..., None, None], g)
+        g = mnp.where(_at(n, m, m - 1), -sn[..., None, None], g)
+        g = mnp.where(_at(n, m, m), cs[..., None, None], g)
         T = mnp.where(mnp.asarray(cols >= m - 1), mnp.matmul(g, T), T)
         T = mnp.where(mnp.asarray(rows <= m), mnp.matmul(T, mH(g)), T)
         Z = mnp.matmul(Z, mH(g))
-        T = mnp.where(at(m, m - 1), 0, T)
+        T = mnp.where(_at(n, m, m - 1), 0, T)
     return T, Z
 
 
