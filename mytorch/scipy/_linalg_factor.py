@@ -99,7 +99,7 @@ def _householder(col, k):
     return tau, v
 
 
-def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+def hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
     """The Hessenberg form of a square `a` [..., n, n]: H zero below the first
     subdiagonal with a = Q H Qᴴ, Q unitary; H, or (H, Q) with `calc_q`.
 
@@ -126,7 +126,7 @@ def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
     return (h, q) if calc_q else h
 
 
-def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None, tol=None,
+def eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None, tol=None,
                      key=None):
     """The eigenvalues w [..., k] (ascending, real) and, unless `eigvals_only`,
     eigenvectors v [..., n, k] (columns) of the Hermitian tridiagonal matrix with diagonal

@@ -314,6 +314,7 @@ def test_hessenberg_values_and_identities_x64(x64, n, complex_):
     np.testing.assert_allclose(q @ _mH(q), np.eye(n), atol=1e-12)
     np.testing.assert_array_equal(np.tril(h, -2), 0)
     np.testing.assert_array_equal(_a(L.hessenberg(a)), h)
+    np.testing.assert_array_equal(_a(L.hessenberg(a, True)[1]), q)  # SciPy's positional
 
 
 def test_hessenberg_of_a_hessenberg_matrix(x64):
