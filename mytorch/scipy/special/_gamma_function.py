@@ -171,8 +171,9 @@ def _poch(z, m):
     sz, sm = _safe(ok, z, 1.0), _safe(ok, m, 0.0)
     sign = _gammasgn(sz + sm) * _gammasgn(sz)
     generic = sign * mnp.exp(_lgamma_diff(sz, sm))
-    # both poles (m an integer): Gamma(z + m) / Gamma(z) -> (-1)^m Gamma(1-z) / Gamma(1-z-m)
-    both = z_pole & s_pole
+    # both poles (m an integer): Gamma(z + m) / Gamma(z) -> (-1)^m Gamma(1-z) / Gamma(1-z-m);
+    # a z + m that only rounds onto a pole (m not an integer) is finite: poch is 0
+    both = z_pole & s_pole & (m == mnp.floor(m))
     bz, bm = lax.stop_gradient(_safe(both, z, 0.0)), lax.stop_gradient(_safe(both, m, 0.0))
     limit = mnp.exp(lax.lgamma(1 - bz) - lax.lgamma(1 - bz - bm))
     limit = mnp.where(_odd(bm), -limit, limit)

@@ -38,7 +38,9 @@ def _eps(x):
 
 def _series(a, b, x):
     """sum_k (a)_k / (b)_k x^k / k!, until the terms are below rounding for good: past the
-    indices where a + k or b + k change sign and where the terms decrease."""
+    indices where a + k or b + k change sign and past k = |x|, from where a ratio of
+    consecutive terms below 1 stays below 1 (a tiny early term, as for a ~ 1e-25, may be
+    followed by growing ones)."""
     eps = _eps(x)
 
     def more(state):
@@ -49,7 +51,7 @@ def _series(a, b, x):
         total = mnp.where(done, total, total + term)
         ratio = (a + k) / (b + k) * x / (k + 1)
         term = term * ratio
-        settled = (k > -a) & (k > -b) & (mnp.abs(ratio) < 1)
+        settled = (k > -a) & (k > -b) & (k + 1 >= mnp.abs(x)) & (mnp.abs(ratio) < 1)
         small = mnp.abs(term) <= eps * mnp.abs(total)
         return k + 1, term, total, done | (term == 0) | (small & settled)
 
