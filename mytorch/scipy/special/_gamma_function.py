@@ -4,7 +4,9 @@ Each is `sign * exp(log|value|)` from `lax.lgamma`, with SciPy's (Cephes') value
 poles (0, -1, -2, ...). Where both arguments of a ratio are large, `log Gamma(a + m) -
 log Gamma(a)` comes from Stirling's series written as a difference, so it keeps the
 precision that subtracting two large lgamma values would lose (`poch(1e4, 2.5)`,
-`beta(3e4, 2)`).
+`beta(3e4, 2)`). `poch` with a small integer m is the product of its m factors, as
+Cephes' recurrence: exact to rounding, and right beside the poles, where z + m may round
+onto one.
 
 Derivatives come from differentiating these formulas (gamma' = gamma digamma, and so
 on); the values at poles and the sign are constants, so their derivative is zero.
