@@ -200,14 +200,11 @@ def test_integers_and_broadcasting():
 
 # ---- bernoulli and exact factorial -------------------------------------------------------
 def _bernoulli_exact(n):
-    a, out = [Fraction(0)] * (n + 1), []
-    for m in range(n + 1):
-        a[m] = Fraction(1, m + 1)
-        for j in range(m, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-        out.append(a[0])
-    if n >= 1:
-        out[1] = -out[1]
+    """B_0..B_n from the defining recurrence sum_{k<=m} C(m+1, k) B_k = 0 (B_1 = -1/2): a
+    different construction from the library's (Akiyama-Tanigawa)."""
+    out = [Fraction(1)]
+    for m in range(1, n + 1):
+        out.append(-sum(math.comb(m + 1, k) * out[k] for k in range(m)) / (m + 1))
     return out
 
 
