@@ -16,37 +16,13 @@ from mytorch.lax import linalg as la
 from mytorch.lax import structural as st
 from mytorch.lax._ad import Zero, zero_out
 from mytorch.lax._batching import bdim_at_front
-from mytorch.lax.dot import dot_general
 from mytorch.lax.indexing import take_along_axis
 from mytorch.lax.linalg_eig import eig_p
-from mytorch.lax.precision import Precision
+from mytorch.lax.linalg_rules import _col, _mm, _mT, _row
 from mytorch.lax.reductions import argmax, reduce_sum
 
 
-# ---- matrix helpers (last two axes are the matrix, the rest batch) -----------------------
-def _mT(x):
-    n = aval_of(x).ndim
-    return st.transpose(x, (*range(n - 2), n - 1, n - 2))
-
-
-def _mm(a, b):
-    """a [..., m, k] @ b [..., k, n] with equal batch dims."""
-    n = aval_of(a).ndim
-    batch = tuple(range(n - 2))
-    return dot_general(a, b, (((n - 1,), (n - 2,)), (batch, batch)),
-                       precision=Precision.HIGHEST)
-
-
-def _row_broadcast(v, shape):
-    """out[..., i, j] = v[..., j]."""
-    nb = aval_of(v).ndim - 1
-    return st.broadcast_in_dim(v, shape, (*range(nb), nb + 1))
-
-
-def _col_broadcast(v, shape):
-    """out[..., i, j] = v[..., i]."""
-    nb = aval_of(v).ndim - 1
-    return st.broadcast_in_dim(v, shape, (*range(nb), nb))
+# matrix helpers shared with the other linalg rules (last two axes the matrix)
 
 
 def _solve(a, b):
@@ -67,7 +43,7 @@ def _eigenvector_jvp(w, v, da):
                  st.broadcasted_iota(np.int32, shape, nd - 2))
     eye = ew.convert_element_type(diag, aval_of(v).dtype)
     # F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
-    gap = ew.add(eye, ew.sub(_row_broadcast(w, shape), _col_broadcast(w, shape)))
+    gap = ew.add(eye, ew.sub(_row(w, shape), _col(w, shape)))
     F = ew.sub(ew.div(st.full_like(gap, 1), gap), eye)
     P = _mm(_solve(v, da), v)
     dw = reduce_sum(ew.select(diag, P, st.full_like(P, 0)), (nd - 1,))
@@ -75,12 +51,12 @@ def _eigenvector_jvp(w, v, da):
     # v̇_j = u_j + c_j v_j: unit norm fixes re c_j = -re(v_jᴴ u_j); a real component
     # k_j = argmax_i |v_ij| fixes im c_j = -im(u_kj) / v_kj
     k = argmax(ew.abs(v), nd - 2, np.int32)
-    largest = ew.eq(st.broadcasted_iota(np.int32, shape, nd - 2), _row_broadcast(k, shape))
+    largest = ew.eq(st.broadcasted_iota(np.int32, shape, nd - 2), _row(k, shape))
     u_k = reduce_sum(ew.select(largest, U, st.full_like(U, 0)), (nd - 2,))
     v_k = reduce_sum(ew.select(largest, v, st.full_like(v, 0)), (nd - 2,))
     c = ew.complex(ew.neg(ew.real(reduce_sum(ew.mul(ew.conj(v), U), (nd - 2,)))),
                    ew.neg(ew.div(ew.imag(u_k), ew.real(v_k))))
-    return dw, ew.add(U, ew.mul(v, _row_broadcast(c, shape)))
+    return dw, ew.add(U, ew.mul(v, _row(c, shape)))
 
 
 def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):
