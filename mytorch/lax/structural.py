@@ -29,7 +29,7 @@ from mytorch.lax.elementwise import convert_element_type, convert_to_existing
 __all__ = [
     "broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "squeeze", "expand_dims",
     "transpose", "rev", "pad", "concatenate", "slice", "slice_in_dim", "index_in_dim", "iota",
-    "broadcasted_iota", "full", "full_like", "zeros_like_array",
+    "broadcasted_iota", "broadcast_shapes", "full", "full_like", "zeros_like_array",
     "broadcast_in_dim_p", "reshape_p", "squeeze_p", "transpose_p", "rev_p", "pad_p",
     "concatenate_p", "slice_p", "iota_p",
 ]
@@ -164,6 +164,24 @@ def broadcast(operand, sizes):
         return x
     n = len(sizes)
     return broadcast_in_dim(x, sizes + x.shape, tuple(range(n, n + x.ndim)))
+
+
+def broadcast_shapes(*shapes):
+    """The shape NumPy's broadcasting gives `shapes` (tuples of ints, ranks promoted by
+    leading 1s), e.g. (2, 1) and (3,) -> (2, 3); ValueError when two sizes differ and
+    neither is 1."""
+    shapes = [int_tuple(s, "shapes", "broadcast_shapes") for s in shapes]
+    ndim = max((len(s) for s in shapes), default=0)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    out = []
+    for sizes in zip(*padded):
+        wide = {d for d in sizes if d != 1}
+        if len(wide) > 1:
+            listing = ", ".join(str(s) for s in shapes)
+            raise user_error(ValueError,
+                f"broadcast_shapes: incompatible shapes for broadcasting: {listing}")
+        out.append(wide.pop() if wide else 1)
+    return tuple(out)
 
 
 def broadcast_to_rank(x, rank):
