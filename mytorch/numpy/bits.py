@@ -165,8 +165,15 @@ def ldexp(x1, x2):
 
 def spacing(x):
     """The distance from x to the next representable float away from zero, carrying x's
-    sign (NumPy's `spacing`); ints give the default float. NaN and inf give NaN."""
+    sign (NumPy's `spacing`); ints give the default float. NaN and inf give NaN. As NumPy,
+    float16 steps towards +inf instead (a positive result, the smaller gap below a negative
+    power of two) and bfloat16's -0 gives the negative smallest subnormal."""
     (a,) = _float_args("spacing", x)
+    inf = _const(np.inf, a.dtype, False)
+    if a.dtype == np.float16:
+        step = lax.sub(nextafter(a, inf), a)
+        return _select(lax.is_finite(a), step, _const(np.nan, a.dtype, False))
     mag = lax.abs(a)
-    step = lax.sub(nextafter(mag, _const(np.inf, a.dtype, False)), mag)
-    return _select(lax.lt(a, _const(0, a.dtype, False)), lax.neg(step), step)
+    step = lax.sub(nextafter(mag, inf), mag)
+    negative = _signbit(a) if a.dtype == dtypes.bfloat16 else lax.lt(a, _const(0, a.dtype, False))
+    return _select(negative, lax.neg(step), step)

@@ -18,6 +18,34 @@ from mytorch import lax
 from tests.strategies import arrays
 
 
+# ---- spacing --------------------------------------------------------------------------------
+_EDGES = [-1.0, -0.5, -0.0, 0.0, 1.0, -6e-8, 6e-8, -3.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16, np.float32])
+def test_spacing_matches_numpy_at_the_edges(dtype):
+    # float16 steps towards +inf (positive results for negative x); bfloat16 keeps the
+    # sign of -0; float32 gives +smallest subnormal at -0: NumPy's kernels differ by dtype
+    info = ml_dtypes.finfo(dtype)
+    x = np.array(_EDGES + [float(info.max), -float(info.max), float(info.tiny)], dtype)
+    with np.errstate(all="ignore"):
+        ref = np.spacing(x)
+    for got in (mnp.spacing(x), mt.jit(mnp.spacing)(x)):
+        got = np.asarray(got)
+        assert got.dtype == ref.dtype
+        # (as float32: NumPy's array comparison does not see bfloat16 NaNs as equal)
+        np.testing.assert_array_equal(got.astype(np.float32), ref.astype(np.float32))
+        np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]),
+                                      np.signbit(ref[~np.isnan(ref)]))
+
+
+@given(arrays(np.float16, (7,), allow_inf=True, allow_nan=True))
+def test_spacing_float16_matches_numpy(x):
+    with np.errstate(all="ignore"):
+        ref = np.spacing(x)
+    np.testing.assert_array_equal(mnp.spacing(x), ref)
+
+
 # ---- lax.broadcast_shapes -------------------------------------------------------------------
 @given(st.lists(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=4).map(tuple),
                 min_size=1, max_size=4))
