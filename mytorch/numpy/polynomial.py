@@ -32,11 +32,16 @@ def _coeffs(name, p):
 
 
 def polyval(p, x, *, unroll=16):
-    """The polynomial with coefficients `p` (1-D, highest power first) at `x` (any shape),
-    by Horner's rule; the result has the promoted dtype of p and x. `unroll` is accepted
-    for compatibility: the loop over the coefficients is always unrolled."""
+    """The polynomial with coefficients `p` (highest power first along p's first axis) at
+    `x`, by Horner's rule; as NumPy, p's other axes broadcast against x, so p of shape
+    (n, *s) gives the broadcast of s and x.shape. The result has the promoted dtype of p
+    and x. `unroll` is accepted for compatibility: the loop over the coefficients is
+    always unrolled."""
     del unroll
-    p = _coeffs("polyval", p)
+    p = asarray(p)
+    if p.ndim == 0:
+        raise user_error(ValueError, f"polyval: the coefficients must be at least 1-D, got "
+                                     f"{p.aval.str_short()}")
     p, x = promote_dtypes("polyval", p, asarray(x))
     y = lax.full_like(x, 0)
     for i in range(p.shape[0]):

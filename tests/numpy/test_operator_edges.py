@@ -46,6 +46,33 @@ def test_spacing_float16_matches_numpy(x):
     np.testing.assert_array_equal(mnp.spacing(x), ref)
 
 
+# ---- polyval with N-d coefficients ---------------------------------------------------------
+@pytest.mark.parametrize("p_shape,x_shape", [
+    ((3, 4), (4,)), ((3, 1), (2, 4)), ((2, 3, 4), ()), ((3, 1, 4), (2, 1)), ((1,), (3,)),
+])
+def test_polyval_nd_coefficients_match_numpy(p_shape, x_shape):
+    rng = np.random.default_rng(0)
+    p = rng.standard_normal(p_shape).astype(np.float32)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    ref = np.polyval(p, x)
+    for got in (mnp.polyval(p, x), mt.jit(mnp.polyval)(p, x)):
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_polyval_nd_coefficients_vmap_matches_loop():
+    rng = np.random.default_rng(1)
+    p = rng.standard_normal((5, 3, 4)).astype(np.float32)  # batch of (3, 4) coefficients
+    x = rng.standard_normal((4,)).astype(np.float32)
+    got = mt.vmap(mnp.polyval, in_axes=(0, None))(p, x)
+    np.testing.assert_allclose(got, np.stack([np.polyval(pi, x) for pi in p]), rtol=1e-5)
+
+
+def test_polyval_scalar_coefficients_raise():
+    with pytest.raises(ValueError, match=r"polyval.*at least 1-D.*f32\[\]"):
+        mnp.polyval(np.float32(2.0), 1.0)
+
+
 # ---- lax.broadcast_shapes -------------------------------------------------------------------
 @given(st.lists(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=4).map(tuple),
                 min_size=1, max_size=4))
