@@ -3,8 +3,9 @@
 
 Each delegates to the mytorch.numpy function of the same meaning, so it works on concrete
 arrays and tracers alike, with the same promotion rules. Binary operators accept Arrays,
-Python scalars, NumPy arrays and scalars, and lists; for anything else they return
-NotImplemented, so Python tries the other operand's reflected operator.
+Python scalars, NumPy arrays and scalars, and plain lists and tuples; for anything else
+(NamedTuples included) they return NotImplemented, so Python tries the other operand's
+reflected operator.
 
 The common case, an operation between two arrays of one dtype and one shape (or a float
 array and a Python number), binds the lax primitive directly and skips promotion.
@@ -36,8 +37,14 @@ _INEXACT = _FLOATS | _COMPLEXES
 _NUMERIC = _FLOATS | _INTS | _COMPLEXES
 _BOOL_INT = _INTS | {dtypes.bool_}
 _ANY = _NUMERIC | {dtypes.bool_}
-# operand types a binary operator converts; anything else gets NotImplemented
-_OPERANDS = (Array, np.ndarray, np.bool_, np.number, bool, int, float, complex, list, tuple)
+_OPERANDS = (Array, np.ndarray, np.bool_, np.number, bool, int, float, complex)
+
+
+def _operand(x):
+    """Whether a binary operator converts `x` (else it returns NotImplemented). Plain lists
+    and tuples convert, as in NumPy; their subclasses do not, so that a NamedTuple class
+    defining the reflected operator (`__rmul__`, ...) gets the call, as in JAX."""
+    return isinstance(x, _OPERANDS) or type(x) in (list, tuple)
 
 
 def _same_kind(x, y, kinds):
@@ -91,7 +98,7 @@ def _binary(prim, fn_name, kinds=(), scalar_kinds=None):
         if isinstance(other, Array):
             if _same_kind(self, other, kinds):
                 return prim.bind(self, other)
-        elif not isinstance(other, _OPERANDS):
+        elif not _operand(other):
             return NotImplemented
         else:
             y = _scalar_fast(self, other, scalar_kinds)
@@ -100,7 +107,7 @@ def _binary(prim, fn_name, kinds=(), scalar_kinds=None):
         return getattr(_mnp, fn_name)(self, other)
 
     def reflected(self, other):
-        if not isinstance(other, _OPERANDS):
+        if not _operand(other):
             return NotImplemented
         if not isinstance(other, Array):
             y = _scalar_fast(self, other, scalar_kinds)
@@ -117,12 +124,12 @@ def _delegate(fn_name):
     """A binary operator that always goes through mytorch.numpy's `fn_name`."""
 
     def forward(self, other):
-        if not isinstance(other, _OPERANDS):
+        if not _operand(other):
             return NotImplemented
         return getattr(_mnp, fn_name)(self, other)
 
     def reflected(self, other):
-        if not isinstance(other, _OPERANDS):
+        if not _operand(other):
             return NotImplemented
         return getattr(_mnp, fn_name)(other, self)
 
@@ -147,13 +154,13 @@ def _pow(self, other):
         other >= 0 or self.dtype in _INEXACT
     ):
         return lax.integer_pow(self, other)
-    if isinstance(other, _OPERANDS):
+    if _operand(other):
         return _mnp.power(self, other)
     return NotImplemented
 
 
 def _rpow(self, other):
-    if not isinstance(other, _OPERANDS):
+    if not _operand(other):
         return NotImplemented
     return _mnp.power(other, self)
 
@@ -161,23 +168,23 @@ def _rpow(self, other):
 def _matmul(self, other):
     from mytorch.numpy.products import matmul
 
-    return matmul(self, other) if isinstance(other, _OPERANDS) else NotImplemented
+    return matmul(self, other) if _operand(other) else NotImplemented
 
 
 def _rmatmul(self, other):
     from mytorch.numpy.products import matmul
 
-    return matmul(other, self) if isinstance(other, _OPERANDS) else NotImplemented
+    return matmul(other, self) if _operand(other) else NotImplemented
 
 
 def _divmod(self, other):
-    if not isinstance(other, _OPERANDS):
+    if not _operand(other):
         return NotImplemented
     return _mnp.floor_divide(self, other), _mnp.remainder(self, other)
 
 
 def _rdivmod(self, other):
-    if not isinstance(other, _OPERANDS):
+    if not _operand(other):
         return NotImplemented
     return _mnp.floor_divide(other, self), _mnp.remainder(other, self)
 

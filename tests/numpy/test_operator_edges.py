@@ -73,6 +73,32 @@ def test_polyval_scalar_coefficients_raise():
         mnp.polyval(np.float32(2.0), 1.0)
 
 
+# ---- binary operators and NamedTuple operands ----------------------------------------------
+class _Boxed(NamedTuple):
+    arr: object
+
+    def __mul__(self, other):
+        return _Boxed(self.arr * other)
+
+    def __rmul__(self, other):
+        return _Boxed(other * self.arr)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_operators_defer_to_namedtuple_operands(jit):
+    a, b = _Boxed(mnp.ones(4)), mnp.ones(4)
+    mul = mt.jit(operator.mul) if jit else operator.mul
+    assert isinstance(mul(a, b), _Boxed)
+    assert isinstance(mul(b, a), _Boxed)
+    np.testing.assert_array_equal(mul(b, a).arr, np.ones(4))
+
+
+def test_operators_still_convert_plain_lists_and_tuples():
+    x = mnp.arange(3.0)
+    np.testing.assert_array_equal(x + [1.0, 2.0, 3.0], np.arange(3.0) + [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal((1, 2, 3) * x, np.array([1, 2, 3]) * np.arange(3.0))
+
+
 # ---- lax.broadcast_shapes -------------------------------------------------------------------
 @given(st.lists(st.lists(st.sampled_from([0, 1, 2, 3]), max_size=4).map(tuple),
                 min_size=1, max_size=4))
