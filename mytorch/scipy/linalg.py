@@ -74,9 +74,18 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of a Hermitian (real: symmetric) positive-definite `a`
     [..., n, n]: upper `U` with `a = Uᴴ U`, or lower `L` with `a = L Lᴴ` (NaN where `a`
-    is not positive definite)."""
+    is not positive definite). As SciPy's, only the `lower` (or upper) triangle of `a` is
+    read, so a triangular `a` stands for the Hermitian matrix it is half of."""
     del overwrite_a, check_finite
-    return mnp.linalg.cholesky(a, upper=not lower)
+    (a,) = inexact("cholesky", a)
+    matrix("cholesky", a, square=True)
+    # the Hermitian matrix the triangle stands for (the real part of the diagonal, as
+    # LAPACK reads it), built with differentiable operations so that derivatives are
+    # those of the function SciPy computes
+    half = mnp.tril(a, -1) if lower else mnp.triu(a, 1)
+    diagonal = mnp.eye(a.shape[-1], dtype=real_dtype(a)) * mnp.real(a)
+    hermitian = half + mnp.conj(mnp.swapaxes(half, -1, -2)) + diagonal
+    return mnp.linalg.cholesky(hermitian, upper=not lower)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):

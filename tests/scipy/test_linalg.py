@@ -47,6 +47,25 @@ def test_cholesky_and_lu_solvers():
                sl.lu_solve((lu0, piv0), B[:, 0], trans=trans))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("lower", [True, False])
+def test_cholesky_reads_one_triangle(dtype, lower):
+    # SciPy reads only the `lower` (or upper) triangle: a triangular matrix, or one whose
+    # other triangle holds anything, stands for the Hermitian matrix it is half of
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(4, 4)) + (1j * rng.normal(size=(4, 4)) if dtype == np.complex64 else 0)
+    spd = (m @ m.conj().T + 4 * np.eye(4)).astype(dtype)
+    half = np.tril(spd) if lower else np.triu(spd)
+    junk = half + (np.triu(m, 1) if lower else np.tril(m, -1)).astype(dtype)
+    for a in (half, junk):
+        _close(L.cholesky(mnp.asarray(a), lower=lower), sl.cholesky(a, lower=lower), rtol=1e-3)
+        c = L.cho_factor(mnp.asarray(a), lower=lower)
+        _close(L.cho_solve(c, mnp.asarray(B)), sl.cho_solve(sl.cho_factor(a, lower=lower), B),
+               rtol=1e-3, atol=1e-4)
+        _close(L.solve(mnp.asarray(a), mnp.asarray(B), assume_a="pos", lower=lower),
+               sl.solve(a, B, assume_a="pos", lower=lower), rtol=1e-3, atol=1e-4)
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
 def test_lu(shape):
     a = RNG.normal(size=shape)
