@@ -284,6 +284,8 @@ def _cofactor_solve(a, b):
     (where det a = 0 but its derivative, adj(a)ᵀ, is not): LU with the last pivot's
     reciprocal replaced by the product of the others, as JAX's jnp.linalg.det."""
     n = a.shape[-1]
+    if n == 0:  # the empty product: det 1, and adj(a) b is as empty as b
+        return mnp.ones(a.shape[:-2], a.dtype), b
     if n == 1:
         return lax.squeeze(a, (a.ndim - 2, a.ndim - 1)), b
     lu, pivots, perm = lax_linalg.lu(a)

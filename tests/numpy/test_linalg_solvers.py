@@ -90,6 +90,26 @@ def test_slogdet_and_det():
     assert float(LA.cond(mnp.asarray(np.zeros((2, 2), np.float32)), 1)) == np.inf
 
 
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+def test_empty_matrices_match_numpy(shape):
+    # NumPy: the empty determinant is 1 (the empty product) and its inverse is empty
+    a = np.zeros(shape, np.float32)
+    b = np.zeros(shape[:-1] + (2,), np.float32)
+    for fn in (LA.det, mt.jit(LA.det)):
+        _close(fn(a), np.linalg.det(a))
+    sign, logdet = LA.slogdet(a)
+    _close(sign, np.linalg.slogdet(a)[0])
+    _close(logdet, np.linalg.slogdet(a)[1])
+    assert np.asarray(LA.inv(a)).shape == np.linalg.inv(a).shape
+    assert np.asarray(LA.solve(a, b)).shape == np.linalg.solve(a, b).shape
+    lu = [np.asarray(v) for v in mt.lax.linalg.lu(a)]
+    assert [v.shape for v in lu] == [shape, shape[:-1], shape[:-1]]
+    # d det = tr(adj(a) da) is empty for n = 0: the tangent is 0 and the gradient empty
+    _, tangent = mt.jvp(LA.det, (a,), (a,))
+    _close(tangent, np.zeros(shape[:-2]))
+    assert np.asarray(mt.grad(lambda m: mnp.sum(LA.det(m)))(a)).shape == shape
+
+
 def test_lstsq_matches_numpy():
     a, b = _rand(6, 3).astype(np.float32), _rand(6, 2).astype(np.float32)
     for rhs in (b, b[:, 0]):

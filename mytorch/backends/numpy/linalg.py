@@ -98,8 +98,8 @@ def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_
 def _lu(x):
     *batch, m, n = x.shape
     k = min(m, n)
-    a = x.reshape(-1, m, n).copy()
-    nb = a.shape[0]
+    nb = int(np.prod(batch, dtype=np.int64))  # not reshape(-1, ...): m or n may be 0
+    a = x.reshape(nb, m, n).copy()
     rows = np.arange(nb)
     pivots = np.zeros((nb, k), np.int32)
     perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
