@@ -232,9 +232,11 @@ def matrix_transpose(x, /):
     return _manip.matrix_transpose(x)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    """The dot product along `axis`, broadcasting the other dims."""
-    return _products.vecdot(x1, x2, axis=axis)
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """The dot product along `axis` (conjugating a complex `x1`), broadcasting the other
+    dims."""
+    return _products.vecdot(x1, x2, axis=axis, precision=precision,
+                            preferred_element_type=preferred_element_type)
 
 
 def outer(x1, x2, /):
@@ -255,14 +257,16 @@ def diagonal(x, /, *, offset=0):
     return _manip.diagonal(x, offset, -2, -1)
 
 
-def tensordot(x1, x2, /, *, axes=2):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
     """`mytorch.numpy.tensordot`."""
-    return _products.tensordot(x1, x2, axes)
+    return _products.tensordot(x1, x2, axes, precision=precision,
+                               preferred_element_type=preferred_element_type)
 
 
-def matmul(x1, x2, /):
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     """`mytorch.numpy.matmul`."""
-    return _products.matmul(x1, x2)
+    return _products.matmul(x1, x2, precision=precision,
+                            preferred_element_type=preferred_element_type)
 
 
 def cross(x1, x2, /, *, axis=-1):

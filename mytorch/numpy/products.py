@@ -197,12 +197,14 @@ def outer(a, b):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """The dot product of `x1` and `x2` along `axis` (of each operand), broadcasting the
-    other dims.
+    other dims; a complex `x1` is conjugated, as NumPy's vecdot (sum conj(x1) * x2).
 
     Returns:
       The broadcast shape of `x1` and `x2` without their `axis` dims.
     """
     a, b = _pair("vecdot", x1, x2)
+    if dtypes.is_complex(a.dtype):
+        a = lax.conj(a)
     sa, sb = _s(a), _s(b)
     if a.ndim == 0 or b.ndim == 0:
         raise user_error(ValueError,

@@ -186,6 +186,17 @@ def test_matrix_power_and_multi_dot(dtype):
     _check(LA.multi_dot([mnp.asarray(m) for m in mats]), np.linalg.multi_dot(mats), dtype)
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_vecdot_conjugates_its_first_operand(x64, axis):
+    # NumPy's vecdot is sum(conj(x1) * x2) along axis (not sum(x1 * x2))
+    rng = np.random.default_rng(7)
+    a, b = _cnormal(rng, (4, 4, 4)), _cnormal(rng, (4, 4))
+    for fn in (LA.vecdot, mnp.vecdot, mt.jit(LA.vecdot, static_argnames="axis")):
+        np.testing.assert_allclose(np.asarray(fn(a, b, axis=axis)),
+                                   np.linalg.vecdot(a, b, axis=axis), rtol=1e-12)
+    check_grads(lambda x, y: LA.vecdot(x, y, axis=axis), (a, b), order=1)
+
+
 def test_real_and_complex_operands_promote_to_complex():
     rng = np.random.default_rng(7)
     a, b = _general(rng, 3, 3).real.astype(np.float32), _cnormal(rng, (3, 2)).astype(
