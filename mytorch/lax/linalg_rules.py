@@ -9,8 +9,10 @@ transpose for real X), so one rule serves real and complex operands:
   re(sum(a b)), without conjugation, as in JAX); in a, ẋ = -op(a)⁻¹ op(ȧ) x (or
   -x op(ȧ) op(a)⁻¹ on the right), ȧ masked to a's triangle;
 - lu: with P A = L U, F = L⁻¹ P Ȧ U⁻¹, L̇ = L tril(F, -1) and U̇ = triu(F) U;
-- qr (reduced, m >= n): JAX's rule through R⁻¹, with its correction that keeps R's
-  diagonal real for complex input;
+- qr: JAX's rule through R⁻¹ for reduced m >= n, with its correction that keeps R's
+  diagonal real for complex input; a wide x = [x1 x2] differentiates x1's square QR and
+  R₂ = Qᴴ x2; the complete factorisation of a tall x completes Q̇ by Roberts and
+  Roberts' formula (arXiv:2409.13374, as JAX);
 - eigh: ẇ = re(diag(Vᴴ Ȧ V)), V̇ = V (F ∘ Vᴴ Ȧ V) with F_ij = 1 / (w_j - w_i), and 0
   where the eigenvalues are equal (degenerate ones: their eigenvectors are not unique);
 - svd: JAX's rule (reduced matrices, or square full ones), 1/(s_j² - s_i²) zero where
@@ -244,27 +246,77 @@ la.lu_p.def_jvp(_lu_jvp)
 
 
 # ---- qr ----------------------------------------------------------------------------------
-def _qr_jvp(primals, tangents, *, full_matrices):
-    (x,), (t,) = primals, tangents
-    *_, m, n = aval_of(x).shape
-    if m < n or (full_matrices and m != n):
-        raise TypeError(f"qr: the derivative is defined for reduced decompositions of "
-                        f"matrices with m >= n (full_matrices=False), got an {m}x{n} matrix "
-                        f"with full_matrices={full_matrices}")
-    q, r = la.qr_p.bind(x, full_matrices=False)
-    if type(t) is Zero:
-        return [q, r], [zero_out(q), zero_out(r)]
+def _thin_qr_jvp(q, r, t):
+    """(dq, dr) of the reduced factorisation x = q r, q [..., m, n], r [..., n, n], m >= n,
+    in direction t [..., m, n]."""
     dx_rinv = la.triangular_solve(r, t)  # dx r⁻¹ (a right-side solve)
     qt_dx_rinv = _mm(_mH(q), dx_rinv)
     lower = _tril(qt_dx_rinv, -1)
     do = ew.sub(lower, _mH(lower))  # skew-Hermitian
-    if _is_complex(x):
+    if _is_complex(q):
         # the imaginary part of the diagonal goes into dq, so that r's diagonal stays real
         imag_diag = ew.sub(qt_dx_rinv, _like(ew.real(qt_dx_rinv), qt_dx_rinv))
         do = ew.add(do, ew.mul(_eye_like(qt_dx_rinv), imag_diag))
     dq = ew.add(_mm(q, ew.sub(do, qt_dx_rinv)), dx_rinv)
     dr = _mm(ew.sub(qt_dx_rinv, do), r)
-    return [q, r], [dq, dr]
+    return dq, dr
+
+
+def _cols(x, start, stop):
+    """x[..., :, start:stop]."""
+    *batch, m, _ = aval_of(x).shape
+    return st.slice(x, (0,) * (len(batch) + 1) + (start,), (*batch, m, stop))
+
+
+def _rows(x, start, stop):
+    """x[..., start:stop, :]."""
+    *batch, _, n = aval_of(x).shape
+    return st.slice(x, (0,) * len(batch) + (start, 0), (*batch, stop, n))
+
+
+def _qr_jvp(primals, tangents, *, full_matrices):
+    (x,), (t,) = primals, tangents
+    *_, m, n = aval_of(x).shape
+    q, r = la.qr_p.bind(x, full_matrices=full_matrices)
+    if type(t) is Zero or m == 0 or n == 0:  # an empty x: q is the constant identity
+        return [q, r], [zero_out(q), zero_out(r)]
+    if m < n:
+        # x = [x1 x2] with x1 square: x1 = q r1 is a square QR, and r2 = qᴴ x2, so
+        # dr2 = dqᴴ x2 + qᴴ dx2 (q is m x m whatever full_matrices says)
+        dq, dr1 = _thin_qr_jvp(q, _cols(r, 0, m), _cols(t, 0, m))
+        dr2 = ew.add(_mm(_mH(dq), _cols(x, m, n)), _mm(_mH(q), _cols(t, m, n)))
+        return [q, r], [dq, st.concatenate([dr1, dr2], aval_of(x).ndim - 1)]
+    if not full_matrices or m == n:
+        dq, dr = _thin_qr_jvp(q, r, t)
+        return [q, r], [dq, dr]
+    # complete factorisation of a tall x (Roberts and Roberts, arXiv:2409.13374, eqs. 32-33):
+    # q = [q_mn q_mp]; with q_mn = [q_nn; q_pn] and z = q_pn (q_nn - I)⁻¹, the completion's
+    # tangent is dq_mp = dq_mn zᴴ - (q_mn + q_mp z) (dq_pn - z dq_nn)ᴴ; r gains zero rows
+    nd = aval_of(x).ndim
+    q_mn, q_mp = _cols(q, 0, n), _cols(q, n, m)
+    dq_mn, dr_nn = _thin_qr_jvp(q_mn, _rows(r, 0, n), t)
+    q_nn, q_pn = _rows(q_mn, 0, n), _rows(q_mn, n, m)
+    dq_nn, dq_pn = _rows(dq_mn, 0, n), _rows(dq_mn, n, m)
+    # zᴴ solves (q_nn - I)ᴴ zᴴ = q_pnᴴ
+    z_h = _solve(_mH(ew.sub(q_nn, _eye_like(q_nn))), _mH(q_pn))
+    z = _mH(z_h)
+    dq_mp = ew.sub(_mm(dq_mn, z_h),
+                   _mm(ew.add(q_mn, _mm(q_mp, z)), _mH(ew.sub(dq_pn, _mm(z, dq_nn)))))
+    cfg = [(0, 0, 0)] * nd
+    cfg[-2] = (0, m - n, 0)
+    dr = st.pad(dr_nn, st.full((), 0, aval_of(r).dtype), cfg)
+    return [q, r], [st.concatenate([dq_mn, dq_mp], nd - 1), dr]
+
+
+def _solve(a, b):
+    """a⁻¹ b for square a [..., k, k] and b [..., k, j] of equal batch dims, through lu_p
+    (so that it differentiates again)."""
+    lu, _, perm = la.lu(a)
+    shape = aval_of(b).shape
+    nb = len(shape) - 2
+    pb = take_along_axis(b, st.broadcast_in_dim(perm, shape, (*range(nb), nb)), nb)
+    y = la.triangular_solve(lu, pb, left_side=True, lower=True, unit_diagonal=True)
+    return la.triangular_solve(lu, y, left_side=True, lower=False)
 
 
 la.qr_p.def_jvp(_qr_jvp)

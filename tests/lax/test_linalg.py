@@ -262,6 +262,41 @@ def test_qr_derivatives(x64, data, square):
 
 
 @_settings(5)
+@given(data=st.data(), full_matrices=st.booleans(), batch=st.sampled_from([(), (2,)]))
+def test_qr_derivatives_of_wide_matrices(x64, data, full_matrices, batch):
+    # x = [x1 x2], x1 square: q r1 = x1 is a square QR and r2 = qᴴ x2
+    m = data.draw(st.integers(1, 3))
+    a = data.draw(general(batch=batch, m=m, n=m + data.draw(st.integers(1, 2))))
+    check_grads(lambda x: L.qr(x, full_matrices=full_matrices), (a,), order=2, rtol=1e-4,
+                atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (4, 1), (2, 6, 2)])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_qr_complete_derivative_of_a_tall_matrix_follows_numpys_completion(x64, shape, dtype):
+    # the last m - n columns of a complete q are one completion of the column space; its
+    # tangent is that of LAPACK's Householder completion, which NumPy returns
+    rng = np.random.default_rng(4)
+    a, t = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            if dtype == np.complex128 else rng.standard_normal(shape) for _ in range(2))
+    eps = 1e-6
+    qr = lambda x: np.linalg.qr(x, mode="complete")
+    want_q = (qr(a + eps * t).Q - qr(a - eps * t).Q) / (2 * eps)
+    want_r = (qr(a + eps * t).R - qr(a - eps * t).R) / (2 * eps)
+    _, (dq, dr) = mt.jvp(lambda x: L.qr(x, full_matrices=True), (a,), (t,))
+    np.testing.assert_allclose(np.asarray(dq), want_q, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(dr), want_r, atol=1e-7)
+    check_grads(lambda x: L.qr(x, full_matrices=True), (a,), order=1, rtol=1e-4, atol=1e-6)
+
+
+def test_qr_derivative_of_an_empty_matrix_is_zero(x64):
+    for shape in [(0, 2), (2, 0)]:
+        _, (dq, dr) = mt.jvp(lambda x: L.qr(x, full_matrices=True), (np.zeros(shape),),
+                             (np.zeros(shape),))
+        assert not np.asarray(dq).any() and np.asarray(dr).shape == shape
+
+
+@_settings(5)
 @given(data=st.data())
 def test_eigh_derivatives(x64, data):
     a = data.draw(spd())
