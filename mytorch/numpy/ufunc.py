@@ -16,7 +16,8 @@ from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.numpy.comparisons import where as _where
 from mytorch.numpy.creation import asarray, full
-from mytorch.numpy.shapes import expand_dims, moveaxis, reshape
+from mytorch.numpy.joining import stack
+from mytorch.numpy.shapes import broadcast_to, expand_dims, moveaxis, reshape
 
 __all__ = ["ufunc"]
 
@@ -37,10 +38,9 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
 
     def __init__(self, func, nin, nout, *, name=None, identity=None, reducer=None,
                  accumulator=None, at_method=None, reorderable=True):
-        self._func, self.nin, self.nout = func, nin, nout
+        self._fields = (func, nin, nout, identity)
         self.__name__ = name or func.__name__
         self.__doc__ = func.__doc__
-        self.identity = identity
         self._reducer, self._accumulator, self._at = reducer, accumulator, at_method
         self._reorderable = reorderable
 
@@ -50,9 +50,18 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
     def __repr__(self):
         return f"<mnp.ufunc '{self.__name__}'>"
 
+    # read-only, as NumPy's and JAX's: a ufunc is shared module state
+    _func = property(lambda self: self._fields[0], doc="The elementwise function.")
+    nin = property(lambda self: self._fields[1], doc="The number of inputs.")
+    nout = property(lambda self: self._fields[2], doc="The number of outputs.")
+    identity = property(lambda self: self._fields[3],
+                        doc="The value that leaves any operand unchanged, or None.")
+
     @property
     def nargs(self):
-        return self.nin + self.nout
+        """The number of positional arguments: `nin`, as JAX's (NumPy's count also has
+        `out`, which mytorch's ufuncs do not take)."""
+        return self.nin
 
     def _binary(self, method):
         if self.nin != 2 or self.nout != 1:
@@ -163,12 +172,43 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
                 f"use the returned array")
         x = asarray(a)
         if self.nin == 1:
-            return x.at[indices].set(self._func(x[indices]))
+            return self._at_fold(x, indices, ())
         if b is None:
             raise user_error(TypeError, f"{self.__name__}.at: a binary ufunc needs the operand b")
         if self._at is not None:
             return getattr(x.at[indices], self._at)(b)
-        return x.at[indices].set(self._func(x[indices], b).astype(x.dtype))
+        return self._at_fold(x, indices, (b,))
+
+    def _at_fold(self, x, indices, operands):
+        """`at` without a scatter primitive: func applied at one position of the leading
+        integer index arrays after another (a scan), so that a repeated index applies
+        repeatedly, as NumPy's unbuffered `at`; other indices apply once."""
+        idx = indices if isinstance(indices, tuple) else (indices,)
+        n_lead = next((k for k, i in enumerate(idx) if not _is_int_index(i)), len(idx))
+        lead, rest = [asarray(i) for i in idx[:n_lead]], idx[n_lead:]
+        shape = np.broadcast_shapes(*[i.shape for i in lead]) if lead else ()
+        if int(np.prod(shape)) <= 1 or not all(isinstance(i, slice) for i in rest):
+            return x.at[indices].set(self._func(x[indices], *operands).astype(x.dtype))
+        picked = x[indices].shape  # shape + the sliced dims
+        positions = stack([broadcast_to(i, shape).reshape(-1) for i in lead], axis=1)
+        operands = [broadcast_to(asarray(o), picked).reshape((-1,) + picked[len(shape):])
+                    for o in operands]
+
+        def step(carry, xs):
+            pos, *ops = xs
+            at = tuple(pos[k] for k in range(n_lead)) + rest
+            return carry.at[at].set(self._func(carry[at], *ops).astype(carry.dtype)), None
+
+        return lax.scan(step, x, (positions, *operands))[0]
+
+
+def _is_int_index(i):
+    """Whether `i` indexes by integers (a Python or NumPy int, or an integer array or list),
+    the kind of index that can repeat a position."""
+    if isinstance(i, (slice, type(None), type(Ellipsis), bool, np.bool_)):
+        return False
+    dt = getattr(i, "dtype", None)
+    return dtypes.is_int(np.dtype(dt if dt is not None else asarray(i).dtype))
 
 
 def _axes(name, axis, ndim):

@@ -78,14 +78,44 @@ def test_at_matches_numpy_including_repeated_indices():
         ref = np.arange(1.0, 6.0)
         getattr(np, name).at(ref, idx, 2.0)
         got = getattr(mnp, name).at(mnp.arange(1.0, 6.0), idx, 2.0, inplace=False)
-        if name == "subtract":  # a generic update applies once per distinct index, as JAX
-            ref = np.arange(1.0, 6.0)
-            ref[np.unique(idx)] -= 2.0
         np.testing.assert_allclose(got, ref)
     np.testing.assert_allclose(mnp.negative.at(mnp.arange(3.0), 1, inplace=False),
                                [0.0, -1.0, 2.0])
     with pytest.raises(ValueError, match="add.at: mytorch arrays are immutable"):
         mnp.add.at(mnp.zeros(3), 0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["negative", "subtract", "logaddexp", "logical_xor"])
+@pytest.mark.parametrize("index", [
+    np.array([0, 0, 2]), [3, 3, 3], 1, np.array([[1, 1], [0, 1]]),
+    (np.array([0, 0]), np.array([1, 1])), (np.array([2, 2, 0]), slice(None)),
+])
+def test_at_without_a_scatter_applies_once_per_occurrence(name, index):
+    # generic updates (no x.at[] method) fold over the positions: a repeated index applies
+    # repeatedly, as NumPy's unbuffered at
+    f, ref_f = getattr(mnp, name), getattr(np, name)
+    x = np.arange(12.0).reshape(4, 3)
+    if name == "logical_xor":
+        x = x.astype(np.int32) % 3 == 0
+    b = np.array([True, False, True]) if name == "logical_xor" else np.array([0.5, -1.0, 2.0])
+    if x[index].shape[-1:] != (3,):
+        b = b[0]
+    operands = () if f.nin == 1 else (b,)
+    want = x.copy()
+    ref_f.at(want, index, *operands)
+    eager = f.at(x, index, *operands, inplace=False)
+    jitted = mt.jit(lambda v, *o: f.at(v, index, *o, inplace=False))(x, *operands)
+    for got in (eager, jitted):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_ufunc_attributes_are_read_only_and_nargs_counts_inputs():
+    for f in (mnp.add, mnp.negative, mnp.logaddexp):
+        assert f.nargs == f.nin == getattr(np, f.__name__).nargs - 1  # NumPy counts `out`
+        for attr in ("nin", "nout", "nargs", "identity", "_func"):
+            with pytest.raises(AttributeError):
+                setattr(f, attr, None)
+    assert mnp.negative.nin == 1 and mnp.add.identity == 0
 
 
 def test_ufuncs_are_still_functions_and_transform():
