@@ -163,9 +163,9 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         return self._func(reshape(x, x.shape + (1,) * y.ndim), y)
 
     def at(self, a, indices, b=None, *, inplace=True):
-        """`a` with `func(a[indices], b)` written at `indices` (repeated indices apply
-        repeatedly where the update is an `x.at[]` method: add, multiply, min, max). Arrays
-        are immutable: pass inplace=False."""
+        """`a` with `func(a[indices], b)` written at `indices`; a repeated index applies
+        repeatedly, as NumPy's (through the `x.at[]` scatter for add, multiply, max, min; a
+        scan over the positions otherwise). Arrays are immutable: pass inplace=False."""
         if inplace:
             raise user_error(ValueError, 
                 f"{self.__name__}.at: mytorch arrays are immutable; pass inplace=False and "
