@@ -156,6 +156,37 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         _, ys = lax.scan(step, y[0], y[1:])
         return moveaxis(lax.concatenate([expand_dims(y[0], 0), ys], 0), 0, axis)
 
+    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+        """NumPy's reduceat: entry j along `axis` folds func over a[indices[j]:indices[j+1]]
+        (to the end for the last j), or is a[indices[j]] where indices[j] >= indices[j+1].
+        `indices` is 1-D (it may be traced); the result has len(indices) along `axis`."""
+        self._binary("reduceat")
+        if out is not None:
+            raise user_error(TypeError, f"{self.__name__}.reduceat: out is not supported")
+        x = asarray(a)
+        if dtype is not None:
+            x = x.astype(dtype)
+        if axis is None or isinstance(axis, tuple):
+            raise user_error(ValueError, f"{self.__name__}.reduceat: axis must be an int, got "
+                             f"{axis!r}")
+        (ax,) = _axes(f"{self.__name__}.reduceat", axis, x.ndim)
+        ind = asarray(indices)
+        if ind.ndim != 1 or not dtypes.is_int(ind.dtype):
+            raise user_error(TypeError, f"{self.__name__}.reduceat: indices must be a 1-D "
+                             f"integer array, got {ind.aval.str_short()}")
+        y = moveaxis(x, ax, 0)
+        n, m = y.shape[0], ind.shape[0]
+        if m == 0:
+            return moveaxis(y[ind], 0, ax)
+        start = reshape(ind, (m,) + (1,) * (y.ndim - 1))
+        end = reshape(lax.concatenate([ind[1:], full((1,), n, ind.dtype)], 0), start.shape)
+
+        def add_row(i, acc):  # row i joins every segment it lies strictly inside
+            inside = (start < i) & (i < end)
+            return _where(inside, self._func(acc, y[i]).astype(acc.dtype), acc)
+
+        return moveaxis(lax.fori_loop(0, n, add_row, y[ind]), 0, ax)
+
     def outer(self, a, b):
         """`func(a_i, b_j)` for every pair: shape a.shape + b.shape."""
         self._binary("outer")

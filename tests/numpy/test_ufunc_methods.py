@@ -109,6 +109,32 @@ def test_at_without_a_scatter_applies_once_per_occurrence(name, index):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+@given(st.sampled_from(FLOAT_UFUNCS), arrays(np.float32, (5, 3), min_value=-2, max_value=2),
+       st.data())
+def test_reduceat_matches_numpy(name, x, data):
+    axis = data.draw(st.sampled_from([0, 1, -1]))
+    n = x.shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=6)), dtype=np.int32)
+    f = getattr(mnp, name)
+    want = getattr(np, name).reduceat(x.astype(np.float64), idx, axis=axis)
+    got = f.reduceat(x, idx, axis=axis)
+    jitted = mt.jit(lambda v, i: f.reduceat(v, i, axis=axis))(x, idx)  # traced indices
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jitted, want, rtol=1e-5, atol=1e-5)
+
+
+def test_reduceat_vmaps_and_differentiates():
+    x = np.arange(1.0, 13.0).reshape(3, 4)
+    idx = np.array([0, 2, 1])
+    got = mt.vmap(lambda r: mnp.add.reduceat(r, idx))(x)
+    np.testing.assert_allclose(got, np.stack([np.add.reduceat(r, idx) for r in x]))
+    g = mt.grad(lambda r: mnp.multiply.reduceat(r, idx).sum())(x[0])
+    # the segments are r0 r1, r2 (2 >= 1) and r1 r2 r3 (to the end)
+    r0, r1, r2, r3 = x[0]
+    np.testing.assert_allclose(g, [r1, r0 + r2 * r3, 1.0 + r1 * r3, r1 * r2])
+
+
 def test_ufunc_attributes_are_read_only_and_nargs_counts_inputs():
     for f in (mnp.add, mnp.negative, mnp.logaddexp):
         assert f.nargs == f.nin == getattr(np, f.__name__).nargs - 1  # NumPy counts `out`
