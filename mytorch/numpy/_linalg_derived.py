@@ -10,8 +10,10 @@ import math
 import operator
 
 from mytorch import numpy as mnp
+from mytorch.core import dtypes
 from mytorch.core.source_info import user_error
 from mytorch.custom_derivatives import custom_jvp
+from mytorch.numpy._promote import asarray_any
 from mytorch.numpy._linalg_solvers import inexact, inv, matrix, mH, real_dtype, solve, svd
 
 __all__ = ["pinv", "lstsq", "matrix_power", "matrix_rank", "cond", "multi_dot",
@@ -64,7 +66,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     matrix("pinv", a)
     if rcond is not None:
         if rtol is not None:
-            raise user_error(TypeError, "pinv: pass rtol or rcond, not both")
+            raise user_error(ValueError, "pinv: only one of rtol and rcond may be specified")
         rtol = rcond
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
@@ -77,12 +79,14 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     return _pinv(a, rtol)
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
     """The least-squares solution of `a x = b` for a [m, n] and b [m] or [m, k], through
     the SVD. Returns NumPy's (x [n] or [n, k], residuals [k] or [], rank, s [min(m, n)]);
     singular values below `rcond` (default max(m, n) * eps) times the largest count as
     zero. The residuals (squared 2-norms of b - a x per column) are always returned, also
-    where NumPy returns an empty array (rank < n or m <= n), as JAX does."""
+    where NumPy returns an empty array (rank < n or m <= n), as JAX does; `numpy_resid`
+    returns NumPy's empty array there instead (it needs a concrete rank, so not under
+    jit)."""
     a, b = inexact("lstsq", a, b)
     if a.ndim != 2:
         raise user_error(ValueError, f"lstsq: a must be 2-D, got {_s(a)}")
@@ -102,7 +106,8 @@ def lstsq(a, b, rcond=None):
         x = mnp.zeros((n, b.shape[1]), a.dtype)
         rank = mnp.asarray(0, mnp.int32)
     else:
-        keep = s >= rcond * s[0]
+        # as LAPACK's gelsd, s <= rcond * s_max counts as zero (all of a zero matrix's)
+        keep = s > rcond * s[0]
         rank = mnp.sum(keep).astype(mnp.int32)
         s_inv = mnp.where(keep, 1 / mnp.where(keep, s, 1), 0)[:, None].astype(a.dtype)
         x = mnp.matmul(mH(vh), s_inv * mnp.matmul(mH(u), b))
@@ -111,19 +116,24 @@ def lstsq(a, b, rcond=None):
     if vector:
         x = x[:, 0]
         resid = resid.reshape((1,))
+    if numpy_resid and (m <= n or int(rank) < n):
+        resid = mnp.zeros((0,), resid.dtype)
     return x, resid, rank, s
 
 
 def matrix_power(a, n):
     """`a` [..., m, m] raised to the integer power `n` by repeated squaring; n = 0 gives
-    the identity and a negative n the power of `inv(a)`."""
-    (a,) = inexact("matrix_power", a)
-    matrix("matrix_power", a, square=True)
+    the identity and a negative n the power of `inv(a)`. Integer and bool matrices keep
+    their dtype for n >= 0, as NumPy's (a bool product is the logical one)."""
     try:
         n = operator.index(n)
     except TypeError:
         raise user_error(TypeError,
                          f"matrix_power: the exponent must be an integer, got {n!r}") from None
+    a = asarray_any(a)
+    if n < 0 or dtypes.is_inexact(a.dtype):
+        (a,) = inexact("matrix_power", a)  # else integer and bool powers keep their dtype
+    matrix("matrix_power", a, square=True)
     if n == 0:
         return mnp.broadcast_to(mnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:
@@ -142,6 +152,8 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     """The number of singular values of `A` [..., m, n] above `tol` (absolute) or, without
     it, above `rtol` (default max(m, n) * eps) times the largest: int32 [...]. A 0-d or
     1-D `A` has rank 1 unless it is all zeros."""
+    if tol is not None and rtol is not None:
+        raise user_error(ValueError, "matrix_rank: only one of tol or rtol may be specified")
     (A,) = inexact("matrix_rank", A)
     if A.ndim < 2:
         return mnp.any(A != 0).astype(mnp.int32)

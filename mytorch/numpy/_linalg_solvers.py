@@ -49,8 +49,9 @@ def inexact(name, *xs):
     if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
     if dtype in (dtypes.float16, dtypes.bfloat16):
-        raise user_error(TypeError, f"{name}: {dtype} is unsupported in linear algebra; "
-                         f"convert to float32 first (got {', '.join(_s(x) for x in xs)})")
+        raise user_error(TypeError, f"{name} does not accept dtype {dtype}: it is "
+                         f"unsupported in linear algebra; convert to float32 first (got "
+                         f"{', '.join(_s(x) for x in xs)})")
     return [x if x.dtype == dtype and not x.weak_type
             else lax.convert_element_type(x, dtype, weak_type=False) for x in xs]
 
@@ -250,33 +251,52 @@ def _slogdet_lu(a):
     return sign, logdet
 
 
-@custom_jvp
-def _slogdet(a):
-    return _slogdet_lu(a)
+def _slogdet_qr(a):
+    """(sign, log|det a|) from a's QR factors: log|det a| sums log|r_ii|, and the sign is
+    det q's (a unit-modulus number; q is orthonormal, so its LU is stable) times the phases
+    of r's diagonal; a zero r_ii gives (0, -inf)."""
+    q, r = lax_linalg.qr(a, full_matrices=False)
+    diag = mnp.diagonal(r, 0, -2, -1)
+    is_zero = mnp.any(diag == 0, axis=-1)
+    phases = diag / mnp.where(diag == 0, 1, mnp.abs(diag)).astype(a.dtype)
+    sign = _slogdet_lu(q)[0] * mnp.prod(phases, axis=-1)
+    sign = mnp.where(is_zero, mnp.zeros_like(sign), sign)
+    logdet = mnp.sum(mnp.log(mnp.abs(diag)), axis=-1)
+    logdet = mnp.where(is_zero, mnp.full_like(logdet, -float("inf")), logdet)
+    return sign, logdet
 
 
-@_slogdet.defjvp
-def _slogdet_jvp(primals, tangents):
-    """With t = tr(a⁻¹ da): d log|det a| = re(t), and d sign = i im(t) sign (zero for
-    real a: the sign is piecewise constant), as JAX."""
-    (a,), (da,) = primals, tangents
-    sign, logdet = _slogdet(a)
-    dlog = mnp.trace(solve(a, da), 0, -2, -1)
-    if not dtypes.is_complex(a.dtype):
-        return (sign, logdet), (mnp.zeros_like(sign), dlog)
-    dlog_real = mnp.real(dlog)
-    dsign = (dlog - dlog_real.astype(dlog.dtype)) * sign
-    return (sign, logdet), (dsign, dlog_real)
+def _slogdet_jvp_of(slogdet_fn):
+    """The JVP of `slogdet_fn`: with t = tr(a⁻¹ da), d log|det a| = re(t), and d sign =
+    i im(t) sign (zero for real a: the sign is piecewise constant), as JAX."""
+    def jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        sign, logdet = slogdet_fn(a)
+        dlog = mnp.trace(solve(a, da), 0, -2, -1)
+        if not dtypes.is_complex(a.dtype):
+            return (sign, logdet), (mnp.zeros_like(sign), dlog)
+        dlog_real = mnp.real(dlog)
+        dsign = (dlog - dlog_real.astype(dlog.dtype)) * sign
+        return (sign, logdet), (dsign, dlog_real)
+    return jvp
 
 
-def slogdet(a):
+_SLOGDET = {"lu": custom_jvp(_slogdet_lu), "qr": custom_jvp(_slogdet_qr)}
+for _fn in _SLOGDET.values():
+    _fn.defjvp(_slogdet_jvp_of(_fn))
+_slogdet = _SLOGDET["lu"]
+
+
+def slogdet(a, *, method=None):
     """(sign, log|det a|) of a square `a` [..., n, n], each [...]; (0, -inf) when `a` is
     singular. For complex `a` the sign is complex with modulus 1 and log|det a| real (its
-    real dtype). The log is computed from the LU factors, so it does not overflow where
-    det would."""
+    real dtype). The log is computed from the LU factors (`method` None or "lu") or the QR
+    factors ("qr"), so it does not overflow where det would."""
     (a,) = inexact("slogdet", a)
     matrix("slogdet", a, square=True)
-    return SlogdetResult(*_slogdet(a))
+    if method not in (None, "lu", "qr"):
+        raise user_error(ValueError, f"slogdet: method must be 'lu' or 'qr', got {method!r}")
+    return SlogdetResult(*_SLOGDET[method or "lu"](a))
 
 
 def _cofactor_solve(a, b):

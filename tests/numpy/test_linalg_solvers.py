@@ -7,6 +7,7 @@ import pytest
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.numpy import linalg as LA
+from tests.autodiff.fd import check_grads
 
 RNG = np.random.default_rng(0)
 
@@ -108,6 +109,39 @@ def test_empty_matrices_match_numpy(shape):
     _, tangent = mt.jvp(LA.det, (a,), (a,))
     _close(tangent, np.zeros(shape[:-2]))
     assert np.asarray(mt.grad(lambda m: mnp.sum(LA.det(m)))(a)).shape == shape
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_slogdet_by_qr_matches_numpy_and_differences(x64, dtype):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 4)) + (1j * rng.standard_normal((3, 4, 4))
+                                          if dtype == np.complex128 else 0)
+    for m in (a, np.zeros((2, 2)), np.array([[0.0, 1.0], [1.0, 0.0]])):
+        for got, want in zip(LA.slogdet(m, method="qr"), np.linalg.slogdet(m)):
+            _close(got, want, rtol=1e-10, atol=1e-12)
+    check_grads(lambda x: LA.slogdet(x, method="qr"), (a,), order=1)
+
+
+@pytest.mark.parametrize("shape", [(2, 1), (2, 2), (1, 2), (4, 6), (8, 6), (3, 0), (0, 3)])
+def test_lstsq_numpy_resid_and_zero_matrices_match_numpy(shape):
+    # NumPy returns no residuals where rank < n or m <= n; a zero matrix has rank 0 and
+    # the zero solution (its singular values are all "below rcond * 0")
+    rng = np.random.default_rng(6)
+    for a in (rng.standard_normal(shape), np.zeros(shape)):
+        b = rng.standard_normal(shape[:1] + (2,))
+        got, want = LA.lstsq(a, b, numpy_resid=True), np.linalg.lstsq(a, b)
+        for g, w in zip(got, want):
+            assert np.shape(g) == np.shape(w)
+            _close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_matrix_power_keeps_integer_and_bool_dtypes():
+    for m in (np.array([[True, True], [False, True]]), np.array([[1, 2], [3, 4]], np.int32)):
+        for n in (0, 1, 2, 3):
+            got, want = LA.matrix_power(m, n), np.linalg.matrix_power(m, n)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), want)
+    _close(LA.matrix_power(np.array([[2, 1], [1, 1]], np.int32), -1), [[1, -1], [-1, 2]])
 
 
 def test_lstsq_matches_numpy():
@@ -230,8 +264,14 @@ def test_errors_name_the_function_and_shape():
         LA.svd(mnp.ones(3))
     with pytest.raises(ValueError, match="qr: mode must be"):
         LA.qr(rect, mode="raw")
-    with pytest.raises(TypeError, match="inv: float16 is unsupported"):
+    with pytest.raises(TypeError, match="inv does not accept dtype float16"):
         LA.inv(mnp.eye(2, dtype=mnp.float16))
+    with pytest.raises(ValueError, match="matrix_rank: only one of tol or rtol"):
+        LA.matrix_rank(mnp.eye(3), tol=1e-2, rtol=1e-2)
+    with pytest.raises(ValueError, match="pinv: only one of rtol and rcond"):
+        LA.pinv(mnp.eye(3), 1e-2, rcond=1e-2)
+    with pytest.raises(ValueError, match="slogdet: method must be 'lu' or 'qr'"):
+        LA.slogdet(mnp.eye(3), method="svd")
     with pytest.raises(TypeError, match="matrix_power: the exponent must be an integer"):
         LA.matrix_power(mnp.eye(2), 1.5)
     with pytest.raises(ValueError, match=r"lstsq: a must be 2-D, got f32\[2,2,2\]"):
