@@ -41,7 +41,7 @@ from mytorch.numpy.matvec import matvec, vecmat  # noqa: F401
 from mytorch.numpy.conversions import *  # noqa: F401,F403
 from mytorch.numpy import linalg  # noqa: F401
 from mytorch.numpy import fft  # noqa: F401
-from mytorch.numpy.ufunc import make_ufuncs as _make_ufuncs, ufunc  # noqa: F401
+from mytorch.numpy.ufunc import frompyfunc, make_ufuncs as _make_ufuncs, ufunc  # noqa: F401
 from mytorch.numpy import methods as _methods  # noqa: F401  (installs Array operators)
 
 import numpy as _np

@@ -19,7 +19,7 @@ from mytorch.numpy.creation import asarray, full
 from mytorch.numpy.joining import stack
 from mytorch.numpy.shapes import broadcast_to, expand_dims, moveaxis, reshape
 
-__all__ = ["ufunc"]
+__all__ = ["ufunc", "frompyfunc"]
 
 
 class ufunc:  # noqa: N801  (NumPy's and JAX's name)
@@ -34,21 +34,34 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
       accumulator: the running reduction (`cumsum` for add), or None.
       at_method: the name of the `x.at[i]` update it amounts to ('add'), or None.
       reorderable: whether a reduction may combine elements in any order (not subtract).
+      elementwise: what a call runs, where `func` itself is not elementwise (frompyfunc's
+        vectorized scalar function); `func` by default.
+
+    Two ufuncs are equal (and hash alike) when their func, nin, nout and identity are.
     """
 
     def __init__(self, func, nin, nout, *, name=None, identity=None, reducer=None,
-                 accumulator=None, at_method=None, reorderable=True):
+                 accumulator=None, at_method=None, reorderable=True, elementwise=None):
         self._fields = (func, nin, nout, identity)
+        self._elementwise = func if elementwise is None else elementwise
         self.__name__ = name or func.__name__
         self.__doc__ = func.__doc__
         self._reducer, self._accumulator, self._at = reducer, accumulator, at_method
         self._reorderable = reorderable
 
     def __call__(self, *args, **kwargs):
-        return self._func(*args, **kwargs)
+        return self._elementwise(*args, **kwargs)
 
     def __repr__(self):
         return f"<mnp.ufunc '{self.__name__}'>"
+
+    def __eq__(self, other):
+        if not isinstance(other, ufunc):
+            return NotImplemented
+        return self._fields == other._fields
+
+    def __hash__(self):
+        return hash(self._fields)
 
     # read-only, as NumPy's and JAX's: a ufunc is shared module state
     _func = property(lambda self: self._fields[0], doc="The elementwise function.")
@@ -92,31 +105,47 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
                              f"{self.__name__}.reduce: {self.__name__} is not reorderable, so "
                              f"at most one axis may be given (got axis={axis!r} for "
                              f"{x.aval.str_short()})")
+        mask = None
         if where is not None:
-            # masked elements act as the identity; without one, as `initial` (which is
-            # only right for idempotent operations such as max and min, as in NumPy)
+            # masked elements act as the identity; without one, a reduction primitive (max,
+            # min: idempotent) sees `initial` there, and a fold skips them
             fill = initial if self.identity is None else self.identity
             if fill is None:
                 raise user_error(ValueError,
                                  f"{self.__name__}.reduce: where= needs an initial value: "
                                  f"{self.__name__} has no identity")
-            x = _where(where, x, full((), fill, x.dtype))
+            if self.identity is None and self._reducer is None:
+                mask = broadcast_to(asarray(where), x.shape)
+            else:
+                x = _where(where, x, full((), fill, x.dtype))
         if self._reducer is not None:
             r = self._reducer(x, axis=axes, keepdims=keepdims)
             if initial is not None:
-                r = self._func(r, initial)
+                r = self._elementwise(r, initial)
             return r
-        r = self._fold(x, axes, initial)
+        r = self._fold(x, axes, initial, mask)
         return reshape(r, tuple(1 if i in axes else d for i, d in enumerate(x.shape))) \
             if keepdims else r
 
-    def _fold(self, x, axes, initial):
-        """A left fold over the reduced axes (flattened into one, in C order)."""
+    def _fold(self, x, axes, initial, mask=None):
+        """A left fold over the reduced axes (flattened into one, in C order); where `mask`
+        (x's shape) is False the element is skipped (the fold then starts at `initial`)."""
         keep = [i for i in range(x.ndim) if i not in axes]
         x = lax.transpose(x, tuple(axes) + tuple(keep))
         n = int(np.prod([x.shape[i] for i in range(len(axes))], dtype=np.int64))
         rest = x.shape[len(axes):]
         x = reshape(x, (n,) + rest)
+        if mask is not None:
+            mask = reshape(lax.transpose(mask, tuple(axes) + tuple(keep)), x.shape)
+            carry = lax.full_like(x[0] if n else full(rest, 0, x.dtype), initial)
+            if n == 0:
+                return carry
+
+            def masked_step(c, vm):
+                v, m = vm
+                return _where(m, self._elementwise(c, v).astype(c.dtype), c), None
+
+            return lax.scan(masked_step, carry, (x, mask))[0]
         if initial is None:
             if n == 0:
                 if self.identity is None:
@@ -128,7 +157,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
             carry, xs = lax.full_like(x[0] if n else full(rest, 0, x.dtype), initial), x
         if xs.shape[0] == 0:
             return carry
-        step = lambda c, v: (self._func(c, v).astype(c.dtype), None)  # noqa: E731
+        step = lambda c, v: (self._elementwise(c, v).astype(c.dtype), None)  # noqa: E731
         return lax.scan(step, carry, xs)[0]
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
@@ -152,7 +181,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         y = moveaxis(x, axis, 0)
         if y.shape[0] == 0:
             return x
-        step = lambda c, v: (lambda r: (r, r))(self._func(c, v).astype(c.dtype))  # noqa: E731
+        step = lambda c, v: (lambda r: (r, r))(self._elementwise(c, v).astype(c.dtype))  # noqa: E731
         _, ys = lax.scan(step, y[0], y[1:])
         return moveaxis(lax.concatenate([expand_dims(y[0], 0), ys], 0), 0, axis)
 
@@ -183,7 +212,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
 
         def add_row(i, acc):  # row i joins every segment it lies strictly inside
             inside = (start < i) & (i < end)
-            return _where(inside, self._func(acc, y[i]).astype(acc.dtype), acc)
+            return _where(inside, self._elementwise(acc, y[i]).astype(acc.dtype), acc)
 
         return moveaxis(lax.fori_loop(0, n, add_row, y[ind]), 0, ax)
 
@@ -191,7 +220,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         """`func(a_i, b_j)` for every pair: shape a.shape + b.shape."""
         self._binary("outer")
         x, y = asarray(a), asarray(b)
-        return self._func(reshape(x, x.shape + (1,) * y.ndim), y)
+        return self._elementwise(reshape(x, x.shape + (1,) * y.ndim), y)
 
     def at(self, a, indices, b=None, *, inplace=True):
         """`a` with `func(a[indices], b)` written at `indices`; a repeated index applies
@@ -219,7 +248,7 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         lead, rest = [asarray(i) for i in idx[:n_lead]], idx[n_lead:]
         shape = np.broadcast_shapes(*[i.shape for i in lead]) if lead else ()
         if int(np.prod(shape)) <= 1 or not all(isinstance(i, slice) for i in rest):
-            return x.at[indices].set(self._func(x[indices], *operands).astype(x.dtype))
+            return x.at[indices].set(self._elementwise(x[indices], *operands).astype(x.dtype))
         picked = x[indices].shape  # shape + the sliced dims
         positions = stack([broadcast_to(i, shape).reshape(-1) for i in lead], axis=1)
         operands = [broadcast_to(asarray(o), picked).reshape((-1,) + picked[len(shape):])
@@ -228,9 +257,21 @@ class ufunc:  # noqa: N801  (NumPy's and JAX's name)
         def step(carry, xs):
             pos, *ops = xs
             at = tuple(pos[k] for k in range(n_lead)) + rest
-            return carry.at[at].set(self._func(carry[at], *ops).astype(carry.dtype)), None
+            return carry.at[at].set(self._elementwise(carry[at], *ops).astype(carry.dtype)), None
 
         return lax.scan(step, x, (positions, *operands))[0]
+
+
+def frompyfunc(func, /, nin, nout, *, identity=None):
+    """A ufunc from `func`, a function of `nin` scalars returning `nout` scalars (a tuple
+    when nout > 1): calls broadcast the arguments and map func over their elements
+    (`mnp.vectorize`, hence vmap), and the methods (reduce, accumulate, outer, at,
+    reduceat) follow NumPy's, as `jax.numpy.frompyfunc`. `identity` is the value that
+    leaves any operand unchanged, or None."""
+    from mytorch.numpy.vectorize import vectorize
+
+    return ufunc(func, nin, nout, name=getattr(func, "__name__", "frompyfunc"),
+                 identity=identity, elementwise=vectorize(func))
 
 
 def _is_int_index(i):

@@ -135,6 +135,52 @@ def test_reduceat_vmaps_and_differentiates():
     np.testing.assert_allclose(g, [r1, r0 + r2 * r3, 1.0 + r1 * r3, r1 * r2])
 
 
+def _scalar_sub(x, y):
+    assert np.shape(x) == np.shape(y) == ()  # frompyfunc maps over scalars
+    return x - y
+
+
+def test_frompyfunc_matches_numpy_object_ufunc():
+    f = mnp.frompyfunc(_scalar_sub, nin=2, nout=1, identity=None)
+    ref = np.frompyfunc(_scalar_sub, nin=2, nout=1, identity=None)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((3,))
+    mask = rng.random((4, 3)) < 0.5
+    with mt.config.override(enable_x64=True):
+        cases = [
+            (f(x, y), ref(x, y)),
+            (mt.jit(f)(x, y), ref(x, y)),
+            (f.reduce(x, axis=0), ref.reduce(x, axis=0)),
+            (f.reduce(x, axis=1, where=mask, initial=1.0),
+             ref.reduce(x, axis=1, where=mask, initial=1.0)),
+            (f.accumulate(x, axis=1), ref.accumulate(x, axis=1)),
+            (f.outer(y, y), ref.outer(y, y)),
+            (f.reduceat(x, [0, 2, 1], axis=0), ref.reduceat(x, [0, 2, 1], axis=0)),
+            (f.at(x, [0, 0, 3], y, inplace=False), _np_at(ref, x, [0, 0, 3], y)),
+        ]
+        for got, want in cases:
+            np.testing.assert_allclose(got, want.astype(np.float64), rtol=1e-12)
+    assert f == mnp.frompyfunc(_scalar_sub, nin=2, nout=1, identity=None)
+    assert hash(f) == hash(mnp.frompyfunc(_scalar_sub, nin=2, nout=1, identity=None))
+    assert f != mnp.frompyfunc(mnp.add, nin=2, nout=1, identity=0)
+    assert (f.nin, f.nout, f.nargs, f.identity) == (2, 1, 2, None)
+
+
+def _np_at(uf, x, index, b):
+    out = x.copy().astype(object)
+    uf.at(out, index, b)
+    return out
+
+
+def test_masked_reduce_of_a_ufunc_without_identity_skips_masked_elements():
+    x = np.arange(1.0, 13.0).reshape(3, 4)
+    mask = np.array([[True, False, True, True]] * 3)
+    for axis in (0, 1):
+        np.testing.assert_allclose(
+            mnp.subtract.reduce(x, axis=axis, where=mask, initial=1.0),
+            np.subtract.reduce(x, axis=axis, where=mask, initial=1.0))
+
+
 def test_ufunc_attributes_are_read_only_and_nargs_counts_inputs():
     for f in (mnp.add, mnp.negative, mnp.logaddexp):
         assert f.nargs == f.nin == getattr(np, f.__name__).nargs - 1  # NumPy counts `out`
