@@ -273,7 +273,7 @@ tridiagonal_solve_p = Primitive("tridiagonal_solve", kind="linalg")
 
 
 @tridiagonal_solve_p.def_abstract_eval
-def _tridiagonal_solve_abstract_eval(dl, d, du, b):
+def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
     _check_matrix("tridiagonal_solve", b)
     _check_float("tridiagonal_solve", dl, d, du, b)
     want = b.shape[:-1]
@@ -284,18 +284,23 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b):
     return _out(b.shape, b.dtype)
 
 
-def tridiagonal_solve(dl, d, du, b):
-    """Solve the tridiagonal systems A x = b.
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """Solve the tridiagonal systems A x = b, by elimination with partial pivoting (as
+    LAPACK's gtsv).
 
     Args:
       dl: f[..., m], the sub-diagonal (dl[..., 0] is ignored).
       d: f[..., m], the diagonal.
       du: f[..., m], the super-diagonal (du[..., m - 1] is ignored).
       b: f[..., m, n], the right-hand sides.
+      perturb_singular: pivots of U (A = P L U) smaller than eps * max|U| are raised to
+        that size, so a singular A gives a large finite x (for inverse iteration) rather
+        than infinities and NaNs.
 
     Returns:
       x f[..., m, n].
     """
-    return tridiagonal_solve_p.bind(asarray(dl), asarray(d), asarray(du), asarray(b))
+    return tridiagonal_solve_p.bind(asarray(dl), asarray(d), asarray(du), asarray(b),
+                                    perturb_singular=bool(perturb_singular))
 
 from mytorch.lax.linalg_eig import eig, eig_p  # noqa: E402,F401  (needs the primitives above)

@@ -400,10 +400,10 @@ def _shift(v, by, axis):
     return st.pad(st.slice(v, tuple(start), tuple(limit)), st.full((), 0, aval.dtype), cfg)
 
 
-def _tridiagonal_solve_jvp(primals, tangents):
+def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
     dl, d, du, b = primals
     tdl, td, tdu, tb = tangents
-    x = la.tridiagonal_solve_p.bind(dl, d, du, b)
+    x = la.tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
     rhs = None if type(tb) is Zero else tb
     nd = aval_of(x).ndim
     # (Ȧ x)_i = dl̇_i x_{i-1} + ḋ_i x_i + du̇_i x_{i+1}
@@ -415,10 +415,10 @@ def _tridiagonal_solve_jvp(primals, tangents):
         rhs = term if rhs is None else ew.add(rhs, term)
     if rhs is None:
         return x, zero_out(x)
-    return x, la.tridiagonal_solve_p.bind(dl, d, du, rhs)
+    return x, la.tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
 
 
-def _tridiagonal_solve_transpose(ct, dl, d, du, b):
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
     if any(is_undefined(v) for v in (dl, d, du)):
         raise TypeError("tridiagonal_solve: the diagonals of a linear solve must not be "
                         "linear")
@@ -427,7 +427,8 @@ def _tridiagonal_solve_transpose(ct, dl, d, du, b):
     axis = aval_of(d).ndim - 1
     # Aᵀ's sub-diagonal at i is du[i - 1], its super-diagonal at i is dl[i + 1]
     dl_t, du_t = _shift(du, 1, axis), _shift(dl, -1, axis)
-    return [None, None, None, la.tridiagonal_solve_p.bind(dl_t, d, du_t, ct)]
+    return [None, None, None, la.tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
+                                                          perturb_singular=perturb_singular)]
 
 
 la.tridiagonal_solve_p.def_jvp(_tridiagonal_solve_jvp)

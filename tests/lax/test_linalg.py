@@ -200,6 +200,40 @@ def test_tridiagonal_solve_values(dtype, m, n, seed):
     np.testing.assert_allclose(got, np.linalg.solve(_dense(dl, d, du), b), **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("zeros", [(0,), (1,), (0, 2), (3,)])
+def test_tridiagonal_solve_pivots_past_zero_diagonal_entries(x64, dtype, zeros):
+    # nonsingular systems whose diagonal has zeros need row swaps (LAPACK's gtsv pivots);
+    # elimination without them divides by zero
+    rng = np.random.default_rng(8)
+    dl, d, du = _tridiagonal(rng, (3,), 5, dtype)
+    d[..., list(zeros)] = 0
+    b = rng.standard_normal((3, 5, 2)).astype(dtype)
+    for fn in (L.tridiagonal_solve, mt.jit(L.tridiagonal_solve)):
+        np.testing.assert_allclose(_a(fn(dl, d, du, b)),
+                                   np.linalg.solve(_dense(dl, d, du), b), rtol=1e-10)
+    check_grads(L.tridiagonal_solve, (dl[0], d[0], du[0], b[0]), order=1, rtol=1e-5,
+                atol=1e-7)
+
+
+def test_tridiagonal_solve_perturb_singular_gives_large_finite_solutions():
+    z = np.zeros(3, np.float32)
+    one = np.ones((3, 1), np.float32)
+    assert not np.isfinite(_a(L.tridiagonal_solve(z, z, z, one))).all()
+    x = _a(L.tridiagonal_solve(z, z, z, one, perturb_singular=True))
+    assert np.isfinite(x).all() and (np.abs(x) > 1e6).all()
+    # [[1, 3], [1, 3]] is singular: its second pivot is 0
+    dl, d, du = (np.array(v, np.float32) for v in ([0, 1], [1, 3], [3, 0]))
+    x = _a(L.tridiagonal_solve(dl, d, du, np.array([[1], [4]], np.float32),
+                               perturb_singular=True))
+    assert np.isfinite(x).all() and (np.abs(x) > 1e6).all()
+    # a nonsingular system is unaffected
+    dl, d, du = _tridiagonal(np.random.default_rng(9), (), 4, np.float32)
+    b = np.ones((4, 1), np.float32)
+    np.testing.assert_allclose(_a(L.tridiagonal_solve(dl, d, du, b, perturb_singular=True)),
+                               _a(L.tridiagonal_solve(dl, d, du, b)))
+
+
 # ---- errors ------------------------------------------------------------------------------
 def test_errors_name_the_operation_and_shapes():
     with pytest.raises(ValueError, match="cholesky.*square"):

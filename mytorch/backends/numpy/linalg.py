@@ -144,18 +144,64 @@ def _svd(x, *, full_matrices, compute_uv):
 
 
 @numpy_backend.register(la.tridiagonal_solve_p)
-def _tridiagonal_solve(dl, d, du, b):
+def _tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    # Gaussian elimination with partial pivoting, as LAPACK's gtsv: at step i the row with
+    # the larger entry in column i (row i or i + 1) becomes the pivot row, and a swap fills
+    # a second super-diagonal u2. Each matrix of a batch takes its own branch.
     m = d.shape[-1]
-    c = np.zeros_like(d)  # the modified super-diagonal
-    y = np.array(b, copy=True)  # becomes the modified right-hand side, then x
+    mag = (lambda v: np.abs(v.real) + np.abs(v.imag)) if np.iscomplexobj(d) else np.abs
+    u0 = np.array(d, copy=True)  # U's diagonal
+    u1 = np.array(du, copy=True)  # U's first super-diagonal
+    u2 = np.zeros_like(d)  # U's second super-diagonal (nonzero after swaps)
+    low = np.array(dl, copy=True)  # the sub-diagonal entry still to eliminate
+    y = np.array(b, copy=True)
     with np.errstate(all="ignore"):
-        denom = d[..., 0]
-        c[..., 0] = du[..., 0] / denom
-        y[..., 0, :] /= denom[..., None]
-        for i in range(1, m):
-            denom = d[..., i] - dl[..., i] * c[..., i - 1]
-            c[..., i] = du[..., i] / denom
-            y[..., i, :] = (y[..., i, :] - dl[..., i, None] * y[..., i - 1, :]) / denom[..., None]
-        for i in range(m - 2, -1, -1):
-            y[..., i, :] -= c[..., i, None] * y[..., i + 1, :]
+        swapped = False  # whether u2 has entries (else back substitution skips it)
+        for i in range(m - 1):
+            swap = mag(u0[..., i]) < mag(low[..., i + 1])
+            if not swap.any():  # the common case (diagonally dominant rows): no where's
+                f = low[..., i + 1] / u0[..., i]
+                f = np.where(low[..., i + 1] == 0, 0, f)  # 0 / 0 where the column is 0
+                u0[..., i + 1] -= f * u1[..., i]
+                y[..., i + 1, :] -= f[..., None] * y[..., i, :]
+                continue
+            swapped = True
+            keep = ~swap
+            # no swap: row i + 1 -= f row i, f = low / u0 (0 where low is 0: nothing to do)
+            f_keep = np.where(low[..., i + 1] == 0, 0, low[..., i + 1] / np.where(
+                keep, u0[..., i], 1))
+            # swap: row i + 1 becomes row i - f row i + 1, f = u0 / low
+            f_swap = u0[..., i] / np.where(swap, low[..., i + 1], 1)
+            nxt1 = u1[..., i + 1] if i + 1 < m - 1 else np.zeros_like(u1[..., i])
+            new_d0 = np.where(swap, low[..., i + 1], u0[..., i])
+            new_u1 = np.where(swap, u0[..., i + 1], u1[..., i])
+            new_u2 = np.where(swap, nxt1, 0)
+            new_next_d = np.where(swap, u1[..., i] - f_swap * u0[..., i + 1],
+                                  u0[..., i + 1] - f_keep * u1[..., i])
+            new_next_u1 = np.where(swap, -f_swap * nxt1, nxt1)
+            yi, yn = y[..., i, :].copy(), y[..., i + 1, :].copy()
+            y[..., i, :] = np.where(swap[..., None], yn, yi)
+            y[..., i + 1, :] = np.where(swap[..., None], yi - f_swap[..., None] * yn,
+                                        yn - f_keep[..., None] * yi)
+            u0[..., i], u1[..., i], u2[..., i] = new_d0, new_u1, new_u2
+            u0[..., i + 1] = new_next_d
+            if i + 1 < m - 1:
+                u1[..., i + 1] = new_next_u1
+        if perturb_singular:
+            # as LAPACK's lagts (job -1): pivots smaller than tol = eps max|U| (eps where U
+            # is 0) become tol with their sign, so a singular system gives large finite x
+            eps = np.finfo(d.dtype).eps
+            big = np.max(np.concatenate([mag(u0), mag(u1), mag(u2)], axis=-1), axis=-1,
+                         initial=0)
+            tol = np.where(big == 0, 1, big) * eps
+            phase = np.where(u0 == 0, 1, u0 / np.where(u0 == 0, 1, mag(u0)))
+            u0 = np.where(mag(u0) < tol[..., None], phase * tol[..., None], u0)
+        # back substitution through U (three diagonals)
+        for i in range(m - 1, -1, -1):
+            acc = y[..., i, :]
+            if i + 1 < m:
+                acc = acc - u1[..., i, None] * y[..., i + 1, :]
+            if swapped and i + 2 < m:
+                acc = acc - u2[..., i, None] * y[..., i + 2, :]
+            y[..., i, :] = acc / u0[..., i, None]
     return y
