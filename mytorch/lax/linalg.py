@@ -20,17 +20,20 @@ The NumPy kernels live in mytorch/backends/numpy/linalg.py, the derivative and b
 rules in linalg_rules.py.
 """
 
+import enum
+
 import numpy as np
 
 from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, short
 
 __all__ = [
     "cholesky", "triangular_solve", "lu", "qr", "eigh", "svd", "tridiagonal_solve",
     "cholesky_p", "triangular_solve_p", "lu_p", "qr_p", "eigh_p", "svd_p",
-    "tridiagonal_solve_p",
+    "tridiagonal_solve_p", "SvdAlgorithm",
 ]
 
 _INEXACT = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64, np.complex128))
@@ -231,6 +234,16 @@ def eigh(x, *, lower=True, symmetrize_input=True):
 
 
 # ---- svd ---------------------------------------------------------------------------------
+class SvdAlgorithm(enum.Enum):
+    """JAX's choice of SVD algorithm. Every choice gives the same decomposition (up to the
+    signs or phases of singular vectors); on the CPU it is LAPACK's, through NumPy."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
 svd_p = Primitive("svd", multiple_results=True, kind="linalg")
 
 
@@ -247,7 +260,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv):
     return [s, _out((*batch, m, ku), x.dtype), _out((*batch, kv, n), x.dtype)]
 
 
-def svd(x, *, full_matrices=True, compute_uv=True):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition x = u diag(s) vh (vh = vᴴ).
 
     Args:
@@ -255,13 +268,37 @@ def svd(x, *, full_matrices=True, compute_uv=True):
       full_matrices: u f[..., m, m], vh f[..., n, n]; else u f[..., m, k], vh f[..., k, n],
         k = min(m, n).
       compute_uv: return (u, s, vh); else only s.
+      subset_by_index: (start, stop): only the singular values s[start:stop] (largest
+        first) and their vectors, u f[..., m, stop - start] and vh f[..., stop - start, n];
+        with full_matrices only the whole range (0, k).
+      algorithm: None or an `SvdAlgorithm` (all give the same decomposition).
 
     Returns:
       (u, s, vh) or s r[..., k], real (float32 for complex64 x), descending and
       non-negative.
     """
-    out = svd_p.bind(asarray(x), full_matrices=bool(full_matrices),
-                     compute_uv=bool(compute_uv))
+    x = asarray(x)
+    if algorithm is not None and not isinstance(algorithm, SvdAlgorithm):
+        raise user_error(TypeError, f"svd: algorithm must be None or an SvdAlgorithm, got "
+                         f"{algorithm!r}")
+    k = min(x.shape[-2:]) if x.ndim >= 2 else 0
+    if subset_by_index is not None:
+        start, stop = (int(v) for v in subset_by_index)
+        if not 0 <= start <= stop <= k:
+            raise user_error(ValueError, f"svd: subset_by_index must be (start, stop) with "
+                             f"0 <= start <= stop <= {k} for {short(x.aval)}, got "
+                             f"{subset_by_index!r}")
+        if full_matrices and compute_uv and (start, stop) != (0, k):
+            raise user_error(ValueError, "svd: full_matrices and a subset_by_index other "
+                             f"than (0, {k}) cannot both be set")
+    out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset_by_index is not None and (start, stop) != (0, k):
+        from mytorch.lax import structural as st
+
+        def part(v, axis):  # v[..., start:stop] along `axis` (counted from the end)
+            return st.slice_in_dim(v, start, stop, axis=v.ndim + axis)
+        out = [part(out[0], -1)] + ([part(out[1], -1), part(out[2], -2)]
+                                    if compute_uv else [])
     if not compute_uv:
         return out[0]
     s, u, vh = out
@@ -303,4 +340,4 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     return tridiagonal_solve_p.bind(asarray(dl), asarray(d), asarray(du), asarray(b),
                                     perturb_singular=bool(perturb_singular))
 
-from mytorch.lax.linalg_eig import eig, eig_p  # noqa: E402,F401  (needs the primitives above)
+from mytorch.lax.linalg_eig import EigImplementation, eig, eig_p  # noqa: E402,F401

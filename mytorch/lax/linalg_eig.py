@@ -11,17 +11,28 @@ kernel lives in mytorch/backends/numpy/linalg_eig.py, the derivative and batchin
 in linalg_eig_rules.py.
 """
 
+import enum
+
 import numpy as np
 
 from mytorch.core import dtypes
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import Primitive
+from mytorch.core.source_info import user_error
 from mytorch.lax._utils import asarray, short
 
-__all__ = ["eig", "eig_p"]
+__all__ = ["eig", "eig_p", "EigImplementation"]
 
 _OPERAND_DTYPES = tuple(np.dtype(d) for d in (np.float32, np.float64, np.complex64,
                                               np.complex128))
+
+class EigImplementation(enum.Enum):
+    """JAX's choice of eig implementation; on the CPU every choice is LAPACK's geev,
+    through NumPy."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
 
 eig_p = Primitive("eig", multiple_results=True, kind="linalg")
 
@@ -40,13 +51,17 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
             *[vectors] * (compute_left_eigenvectors + compute_right_eigenvectors)]
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
     """Eigenvalues and eigenvectors of general square matrices.
 
     Args:
       x: f[..., n, n] or c[..., n, n] (float32, float64, complex64 or complex128).
       compute_left_eigenvectors: also return vl, with vlᴴ x = diag(w) vlᴴ.
       compute_right_eigenvectors: also return vr, with x vr = vr diag(w).
+      enable_eigvec_derivs, implementation, use_magma: JAX's switches, accepted for its
+        callers: eigenvector derivatives are always defined here, and every
+        implementation is LAPACK's geev.
 
     Returns:
       [w c[..., n], vl c[..., n, n] (if asked), vr c[..., n, n] (if asked)]: complex64 for
@@ -60,5 +75,9 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
       >>> w
       Array([2.+0.j, 3.+0.j], dtype=complex64)
     """
+    del enable_eigvec_derivs, use_magma
+    if implementation is not None and not isinstance(implementation, EigImplementation):
+        raise user_error(TypeError, f"eig: implementation must be None or an "
+                         f"EigImplementation, got {implementation!r}")
     return eig_p.bind(asarray(x), compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors))

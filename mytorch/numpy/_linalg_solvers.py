@@ -166,19 +166,25 @@ def eigvalsh(a, UPLO="L"):
     return eigh(a, UPLO).eigenvalues
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """The singular value decomposition `a = U diag(S) Vh` of `a` [..., m, n], k = min(m,
     n): U [..., m, m or k], S [..., k] descending and real (float32 for complex64), Vh
     [..., n or k, n]; S alone when `compute_uv` is False. `hermitian=True` takes `a`
-    Hermitian (real: symmetric) and goes through eigh."""
+    Hermitian (real: symmetric) and goes through eigh. `subset_by_index` (start, stop)
+    keeps S[start:stop] and their vectors (as `lax.linalg.svd`)."""
     (a,) = inexact("svd", a)
     matrix("svd", a)
     if hermitian:
         matrix("svd", a, square=True)
+        if subset_by_index is not None:
+            raise user_error(ValueError, "svd: subset_by_index is not supported with "
+                             "hermitian=True")
         return _svd_hermitian(a, compute_uv)
     if not compute_uv:
-        return lax_linalg.svd(a, full_matrices=False, compute_uv=False)
-    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True)
+        return lax_linalg.svd(a, full_matrices=False, compute_uv=False,
+                              subset_by_index=subset_by_index)
+    u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
+                              subset_by_index=subset_by_index)
     return SVDResult(u, s, vh)
 
 

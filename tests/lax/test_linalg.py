@@ -234,6 +234,37 @@ def test_tridiagonal_solve_perturb_singular_gives_large_finite_solutions():
                                _a(L.tridiagonal_solve(dl, d, du, b)))
 
 
+@pytest.mark.parametrize("algorithm", [None, *L.SvdAlgorithm])
+def test_svd_algorithm_and_subset_by_index(x64, algorithm):
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((2, 5, 3))
+    _, s0, _ = np.linalg.svd(a)
+    u, s, vh = (_a(v) for v in L.svd(a, full_matrices=False, algorithm=algorithm))
+    np.testing.assert_allclose(s, s0, rtol=1e-12)
+    u, s, vh = (_a(v) for v in L.svd(a, full_matrices=False, subset_by_index=(1, 3),
+                                       algorithm=algorithm))
+    assert u.shape == (2, 5, 2) and vh.shape == (2, 2, 3)
+    np.testing.assert_allclose(s, s0[:, 1:3], rtol=1e-12)
+    # the kept triplets are singular triplets: a v = s u
+    np.testing.assert_allclose(a @ np.swapaxes(vh, -1, -2), u * s[:, None, :], atol=1e-12)
+    np.testing.assert_allclose(_a(L.svd(a, compute_uv=False, subset_by_index=(0, 1))),
+                               s0[:, :1], rtol=1e-12)
+    check_grads(lambda x: L.svd(x, compute_uv=False, subset_by_index=(1, 3)), (a,),
+                order=1)
+    with pytest.raises(ValueError, match="subset_by_index must be"):
+        L.svd(a, full_matrices=False, subset_by_index=(2, 5))
+    with pytest.raises(ValueError, match="full_matrices and a subset_by_index"):
+        L.svd(a, subset_by_index=(0, 2))
+
+
+def test_eig_takes_jaxs_implementation_switches():
+    a = np.random.default_rng(11).standard_normal((3, 3)).astype(np.float32)
+    want = _a(L.eig(a)[0])
+    for impl in (None, *L.EigImplementation):
+        got = L.eig(a, implementation=impl, enable_eigvec_derivs=True, use_magma=False)
+        np.testing.assert_array_equal(_a(got[0]), want)
+
+
 # ---- errors ------------------------------------------------------------------------------
 def test_errors_name_the_operation_and_shapes():
     with pytest.raises(ValueError, match="cholesky.*square"):
