@@ -39,9 +39,10 @@ def _s(x):
 
 
 def _as_matrix_rhs(name, a, b):
-    """b as [..., n, k] (a vector b has one dimension fewer than a, as in JAX), whether it
-    was a vector, with the batch broadcast against a's."""
-    vector = b.ndim == a.ndim - 1
+    """b as [..., n, k], whether it was a vector, with the batch broadcast against a's. As
+    SciPy (1.16+) and JAX, b is a vector when it is 1-D, or when it has one dimension fewer
+    than a and ends in n (JAX's older batched-vector reading); else it is [..., n, k]."""
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape[-1] == a.shape[-1])
     if vector:
         b = b[..., None]
     if b.ndim < 2 or b.shape[-2] != a.shape[-1]:

@@ -66,6 +66,20 @@ def test_cholesky_reads_one_triangle(dtype, lower):
                sl.solve(a, B, assume_a="pos", lower=lower), rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 4, 4), (2, 4, 3)), ((3, 4, 4), (4,)),
+                                              ((3, 4, 4), (4, 2)), ((4, 4), (3, 4, 2))])
+def test_solvers_broadcast_batches_as_scipy(a_shape, b_shape):
+    # SciPy >= 1.16: a 1-D b is a vector for every matrix of a, else b is [..., n, k] and
+    # the batch dims broadcast
+    rng = np.random.default_rng(12)
+    a = (np.tril(rng.random(a_shape)) + 4 * np.eye(a_shape[-1])).astype(np.float32)
+    b = rng.random(b_shape).astype(np.float32)
+    for got, want in [(L.solve_triangular(a, b, lower=True), sl.solve_triangular(a, b, lower=True)),
+                      (L.cho_solve((a, True), b), sl.cho_solve((a, True), b))]:
+        assert np.shape(got) == want.shape
+        _close(got, want, rtol=1e-4)
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
 def test_lu(shape):
     a = RNG.normal(size=shape)
