@@ -135,18 +135,26 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     Args:
       a: f[..., k, k]; only its `lower` (or upper) triangle is read, and with
         `unit_diagonal` not its diagonal either (taken as ones).
-      b: f[..., m, n] with k = m (`left_side`) or k = n, a's dtype.
+      b: f[..., m, n] with k = m (`left_side`) or k = n, a's dtype; or, one dimension
+        shorter than a, f[..., k]: one column (`left_side`) or row per matrix, as JAX.
       transpose_a, conjugate_a: op(a) = a, aᵀ (`transpose_a`), conj(a) (`conjugate_a`) or
         aᴴ (both); conjugating is a no-op for real dtypes.
 
     Returns:
-      x f[..., m, n].
+      x f[..., m, n] (f[..., k] for a vector b).
     """
+    from mytorch.lax import structural as st
+
     a, b = asarray(a), asarray(b)
-    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                   transpose_a=bool(transpose_a),
-                                   conjugate_a=bool(conjugate_a),
-                                   unit_diagonal=bool(unit_diagonal))
+    vector = b.ndim == a.ndim - 1 and b.ndim >= 1
+    if vector:
+        b = st.expand_dims(b, (b.ndim if left_side else b.ndim - 1,))
+    x = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
+                                unit_diagonal=bool(unit_diagonal))
+    if vector:
+        x = st.squeeze(x, (x.ndim - 1 if left_side else x.ndim - 2,))
+    return x
 
 
 # ---- lu ----------------------------------------------------------------------------------

@@ -265,6 +265,21 @@ def test_eig_takes_jaxs_implementation_switches():
         np.testing.assert_array_equal(_a(got[0]), want)
 
 
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_triangular_solve_of_a_vector(x64, left_side, batch):
+    # b one dimension shorter than a is one column (left_side) or row per matrix
+    rng = np.random.default_rng(13)
+    a = np.tril(rng.standard_normal((*batch, 4, 4))) + 4 * np.eye(4)
+    b = rng.standard_normal((*batch, 4))
+    x = _a(L.triangular_solve(a, b, left_side=left_side, lower=True))
+    col = b[..., :, None] if left_side else b[..., None, :]
+    want = _a(L.triangular_solve(a, col, left_side=left_side, lower=True))
+    np.testing.assert_allclose(x, want[..., 0] if left_side else want[..., 0, :], rtol=1e-14)
+    check_grads(lambda m, v: L.triangular_solve(m, v, left_side=left_side, lower=True),
+                (a, b), order=1)
+
+
 # ---- errors ------------------------------------------------------------------------------
 def test_errors_name_the_operation_and_shapes():
     with pytest.raises(ValueError, match="cholesky.*square"):
