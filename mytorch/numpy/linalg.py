@@ -102,6 +102,11 @@ def _norm_axes(name, axis, x):
     return tuple(out)
 
 
+def _empty(x, axes):
+    """Whether one of `axes` of `x` has length 0."""
+    return any(x.shape[a] == 0 for a in axes)
+
+
 def _nonempty(name, x, axes, ord):
     if any(x.shape[a] == 0 for a in axes):
         raise user_error(ValueError, 
@@ -123,7 +128,9 @@ def _vector(name, x, axes, ord, keepdims):
     weak = x.weak_type
     y, out = _inexact(x)
     p = 2.0 if ord is None else float(ord)
-    if p == _INF or p == -_INF:
+    if p == _INF and _empty(x, axes):
+        r = lax.reduce_sum(lax.abs(y), axes)  # zeros: a max of norms >= 0 starts at 0
+    elif p == _INF or p == -_INF:
         _nonempty(name, x, axes, ord)
         reduce = lax.reduce_max if p > 0 else lax.reduce_min
         r = reduce(lax.abs(y), axes)
@@ -149,6 +156,10 @@ def _matrix(name, x, axes, ord, keepdims):
     y, out = _inexact(x)
     if ord is None or ord == "fro":
         r = _l2(y, axes)
+    elif (ord == "nuc" or _is_number(ord) and not isinstance(ord, str)
+          and float(ord) in (1, 2, _INF)) and _empty(x, axes):
+        # the sum (nuc) or the max (as JAX's initial=0: norms are >= 0) of nothing
+        r = lax.reduce_sum(lax.abs(y), axes)
     elif ord == "nuc" or _is_number(ord) and not isinstance(ord, str) and float(ord) in (2, -2):
         _nonempty(name, x, axes, ord)
         s = svd(_manip.moveaxis(y, (row, col), (-2, -1)), compute_uv=False)

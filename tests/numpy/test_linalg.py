@@ -38,8 +38,16 @@ def _check(x, ord, axis, keepdims, fn=None):
 
 
 def _nonempty_for(ord, x, axes):
-    """max/min based norms need non-empty reduced axes (as NumPy)."""
+    """min based norms need non-empty reduced axes (as NumPy); max based ones over an empty
+    axis are 0 (as JAX: a max of values >= 0 starts at 0), where NumPy raises."""
     return ord not in (INF, -INF, 1, -1) or all(x.shape[a] for a in axes)
+
+
+def _empty_max_is_zero(x, ord, axes, keepdims, norm):
+    got = np.asarray(norm(from_numpy(x), ord, axes, keepdims))
+    # the same reduction with a sum (0 over the empty axis) gives the shape
+    want = np.sum(np.abs(x), axis=axes, keepdims=keepdims)
+    assert got.shape == want.shape and not got.any()
 
 
 @settings(max_examples=60)
@@ -50,7 +58,10 @@ def test_vector_norms_match_numpy(data):
     ord = data.draw(st.sampled_from(VECTOR_ORDS))
     axis = data.draw(st.integers(-x.ndim, x.ndim - 1))
     keepdims = data.draw(st.booleans())
-    if ord in (INF, -INF) and x.shape[axis] == 0:
+    if ord == INF and x.shape[axis] == 0:
+        _empty_max_is_zero(x, ord, axis, keepdims, LA.norm)
+        return
+    if ord == -INF and x.shape[axis] == 0:
         with pytest.raises(ValueError, match="non-empty"):
             LA.norm(from_numpy(x), ord, axis, keepdims)
         return
@@ -69,6 +80,9 @@ def test_matrix_norms_match_numpy(data):
     axes = data.draw(st.permutations(range(x.ndim)))[:2]
     axes = tuple(a - x.ndim if data.draw(st.booleans()) else a for a in axes)
     keepdims = data.draw(st.booleans())
+    if ord in (1, INF, 2, "nuc") and any(x.shape[a] == 0 for a in axes):
+        _empty_max_is_zero(x, ord, axes, keepdims, LA.norm)
+        return
     if not _nonempty_for(ord, x, [axes[1] if ord in (1, -1) else axes[0]]):
         with pytest.raises(ValueError, match="non-empty"):
             LA.norm(from_numpy(x), ord, axes, keepdims)
@@ -164,3 +178,12 @@ def test_linalg_traces():
     for fn in fns:
         closed = mt.make_jaxpr(fn)(x)
         assert_close(closed(x)[0], fn(x))
+
+
+@pytest.mark.parametrize("shape", [(0, 2), (2, 0), (0, 0), (3, 0, 2)])
+@pytest.mark.parametrize("ord", [1, 2, INF, "fro", "nuc"])
+def test_norms_of_empty_matrices_are_zero(shape, ord):
+    # the sum (nuc, fro) or the max (1, 2, inf) of no values >= 0 is 0, as JAX
+    got = LA.matrix_norm(np.zeros(shape, np.complex64), ord=ord)
+    assert got.dtype == np.float32 and got.shape == shape[:-2] and not np.asarray(got).any()
+    assert not np.asarray(LA.vector_norm(np.zeros((0,)), ord=ord if ord in (1, 2) else INF))
