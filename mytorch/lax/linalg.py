@@ -349,3 +349,6 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
                                     perturb_singular=bool(perturb_singular))
 
 from mytorch.lax.linalg_eig import EigImplementation, eig, eig_p  # noqa: E402,F401
+from mytorch.lax.linalg_composite import (  # noqa: E402,F401
+    lu_pivots_to_permutation, symmetric_product,
+)

@@ -280,6 +280,36 @@ def test_triangular_solve_of_a_vector(x64, left_side, batch):
                 (a, b), order=1)
 
 
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 4), (2, 3, 2, 6)])
+def test_lu_pivots_to_permutation_matches_lu(shape):
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal(shape).astype(np.float32)
+    _, pivots, perm = L.lu(a)
+    m = shape[-2]
+    for fn in (L.lu_pivots_to_permutation, mt.jit(L.lu_pivots_to_permutation,
+                                                  static_argnums=1)):
+        np.testing.assert_array_equal(_a(fn(pivots, m)), _a(perm))
+    # rows applied in the pivots' order, one interchange at a time (a loop definition)
+    piv = _a(pivots).reshape(-1, pivots.shape[-1])
+    for p, got in zip(piv, _a(L.lu_pivots_to_permutation(pivots, m + 2)).reshape(len(piv), -1)):
+        want = np.arange(m + 2)
+        for i, j in enumerate(p):
+            want[[i, j]] = want[[j, i]]
+        np.testing.assert_array_equal(got, want)
+    flat = pivots.reshape((-1, pivots.shape[-1]))
+    np.testing.assert_array_equal(_a(mt.vmap(lambda p: L.lu_pivots_to_permutation(p, m))(flat)),
+                                  _a(perm).reshape(-1, m))
+
+
+def test_symmetric_product(x64):
+    rng = np.random.default_rng(15)
+    a, c = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 4))
+    c = c + np.swapaxes(c, -1, -2)
+    got = L.symmetric_product(a, c, alpha=2.0, beta=0.5)
+    np.testing.assert_allclose(_a(got), 2 * a @ np.swapaxes(a, -1, -2) + 0.5 * c, rtol=1e-14)
+    check_grads(lambda x, y: L.symmetric_product(x, y, alpha=2.0, beta=0.5), (a, c), order=1)
+
+
 # ---- errors ------------------------------------------------------------------------------
 def test_errors_name_the_operation_and_shapes():
     with pytest.raises(ValueError, match="cholesky.*square"):
