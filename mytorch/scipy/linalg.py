@@ -22,6 +22,10 @@ from mytorch.lax import linalg as lax_linalg
 from mytorch.numpy._linalg_solvers import broadcast_batch, inexact, lu_solve as _lu_solve
 from mytorch.numpy._linalg_solvers import matrix, real_dtype
 from mytorch.scipy._linalg_construct import hankel, hilbert, toeplitz
+from mytorch.scipy._linalg_special import (
+    circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard,
+    helmert, invhilbert, invpascal, leslie, pascal,
+)
 from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
 from mytorch.scipy._linalg_factor import eigh_tridiagonal, hessenberg, polar, rq
 from mytorch.scipy._linalg_matfunc import expm_frechet, sqrtm
@@ -31,7 +35,9 @@ __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve
            "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv",
            "eig", "eigvals", "logm", "sqrtm", "expm_frechet", "toeplitz", "hankel",
            "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal", "schur", "rsf2csf",
-           "funm"]
+           "funm", "circulant", "companion", "convolution_matrix", "dft", "fiedler",
+           "fiedler_companion", "hadamard", "helmert", "invhilbert", "invpascal", "leslie",
+           "pascal"]
 
 
 def _s(x):
