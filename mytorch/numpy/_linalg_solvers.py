@@ -136,12 +136,12 @@ def cholesky(a, /, *, upper=False, symmetrize_input=True):
 def qr(a, mode="reduced"):
     """The QR factorisation of `a` [..., m, n], k = min(m, n). mode "reduced": (Q [..., m,
     k], R [..., k, n]); "complete": (Q [..., m, m], R [..., m, n]); "r": R [..., k, n]
-    alone."""
+    alone; "full" is NumPy's deprecated name of "reduced" (JAX accepts it too)."""
     (a,) = inexact("qr", a)
     matrix("qr", a)
-    if mode not in ("reduced", "complete", "r"):
-        raise user_error(ValueError, f"qr: mode must be 'reduced', 'complete' or 'r', got "
-                         f"{mode!r} (for {_s(a)})")
+    if mode not in ("reduced", "complete", "r", "full"):
+        raise user_error(ValueError, f"qr: mode must be 'reduced', 'complete', 'r' or "
+                         f"'full', got {mode!r} (for {_s(a)})")
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 

@@ -144,6 +144,13 @@ def test_matrix_power_keeps_integer_and_bool_dtypes():
     _close(LA.matrix_power(np.array([[2, 1], [1, 1]], np.int32), -1), [[1, -1], [-1, 2]])
 
 
+@pytest.mark.filterwarnings("ignore:The 'full' option is deprecated")
+def test_qr_full_mode_is_numpys_old_name_of_reduced():
+    a = _rand(4, 3)
+    for got, want in zip(LA.qr(a, mode="full"), np.linalg.qr(a, mode="full")):
+        _close(np.abs(np.asarray(got)), np.abs(want))
+
+
 def test_lstsq_matches_numpy():
     a, b = _rand(6, 3).astype(np.float32), _rand(6, 2).astype(np.float32)
     for rhs in (b, b[:, 0]):
