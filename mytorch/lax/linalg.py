@@ -10,6 +10,7 @@ matrix and singular values are real.
     triangular_solve(f[..., k, k], f[..., m, n]) -> f[..., m, n]
     lu(f[..., m, n]) -> (f[..., m, n], i32[..., min(m, n)], i32[..., m])
     qr(f[..., m, n]) -> (q f[..., m, m or k], r f[..., m or k, n])     k = min(m, n)
+    geqrf(f[..., m, n]) -> (f[..., m, n], taus f[..., k])   (LAPACK's compact QR)
     eigh(f[..., n, n]) -> (v f[..., n, n], w r[..., n])
     svd(f[..., m, n]) -> (u f[..., m, m or k], s r[..., k], vh f[..., n or k, n]) or s
     tridiagonal_solve(f[..., m] x 3, f[..., m, n]) -> f[..., m, n]
@@ -350,5 +351,5 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
 
 from mytorch.lax.linalg_eig import EigImplementation, eig, eig_p  # noqa: E402,F401
 from mytorch.lax.linalg_composite import (  # noqa: E402,F401
-    lu_pivots_to_permutation, symmetric_product,
+    geqrf, householder_product, lu_pivots_to_permutation, ormqr, symmetric_product,
 )

@@ -136,12 +136,17 @@ def cholesky(a, /, *, upper=False, symmetrize_input=True):
 def qr(a, mode="reduced"):
     """The QR factorisation of `a` [..., m, n], k = min(m, n). mode "reduced": (Q [..., m,
     k], R [..., k, n]); "complete": (Q [..., m, m], R [..., m, n]); "r": R [..., k, n]
-    alone; "full" is NumPy's deprecated name of "reduced" (JAX accepts it too)."""
+    alone; "full" is NumPy's deprecated name of "reduced" (JAX accepts it too); "raw":
+    LAPACK's compact form as NumPy returns it, (h [..., n, m] (geqrf's matrix transposed),
+    tau [..., k])."""
     (a,) = inexact("qr", a)
     matrix("qr", a)
-    if mode not in ("reduced", "complete", "r", "full"):
-        raise user_error(ValueError, f"qr: mode must be 'reduced', 'complete', 'r' or "
+    if mode not in ("reduced", "complete", "r", "full", "raw"):
+        raise user_error(ValueError, f"qr: mode must be 'reduced', 'complete', 'r', 'raw' or "
                          f"'full', got {mode!r} (for {_s(a)})")
+    if mode == "raw":
+        h, taus = lax_linalg.geqrf(a)
+        return mT(h), taus
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 

@@ -37,7 +37,7 @@ __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve
            "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal", "schur", "rsf2csf",
            "funm", "circulant", "companion", "convolution_matrix", "dft", "fiedler",
            "fiedler_companion", "hadamard", "helmert", "invhilbert", "invpascal", "leslie",
-           "pascal"]
+           "pascal", "qr_multiply"]
 
 
 def _s(x):
@@ -321,6 +321,32 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     matrix("qr", a)
     q, r = lax_linalg.qr(a, full_matrices=mode != "economic")
     return (r,) if mode == "r" else (q, r)
+
+
+def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
+                overwrite_c=False):
+    """(c Q, R) (`mode` "right") or (Q c, R) ("left") for the economic QR of `a`
+    [..., m, n], Q [..., m, k] and R [..., k, n], k = min(m, n); `conjugate` uses conj(Q).
+    c is [..., p, m] ("right") or [..., k, p] ("left"), or a vector [m] or [k]. Column
+    pivoting is not supported."""
+    del overwrite_a, overwrite_c
+    if pivoting:
+        raise user_error(ValueError, "qr_multiply: pivoting=True is not supported")
+    if mode not in ("right", "left"):
+        raise user_error(ValueError, f"qr_multiply: mode must be 'right' or 'left', got "
+                         f"{mode!r}")
+    a, c = inexact("qr_multiply", a, c)
+    matrix("qr_multiply", a)
+    q, r = lax_linalg.qr(a, full_matrices=False)
+    if conjugate:
+        q = mnp.conj(q)
+    m, k = q.shape[-2:]
+    want = m if mode == "right" else k
+    if c.shape[-1 if mode == "right" or c.ndim == 1 else -2] != want:
+        raise user_error(ValueError, f"qr_multiply: c needs {want} "
+                         f"{'columns' if mode == 'right' else 'rows'} for a {_s(a)} in "
+                         f"mode {mode!r}, got {_s(c)}")
+    return (mnp.matmul(c, q) if mode == "right" else mnp.matmul(q, c)), r
 
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,

@@ -310,6 +310,52 @@ def test_symmetric_product(x64):
     check_grads(lambda x, y: L.symmetric_product(x, y, alpha=2.0, beta=0.5), (a, c), order=1)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (3, 5), (2, 6, 4), (0, 2), (2, 0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_geqrf_householder_product_and_ormqr(x64, shape, dtype):
+    rng = np.random.default_rng(16)
+    complex_ = np.dtype(dtype).kind == "c"
+    a = (rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if complex_ else 0)
+         ).astype(dtype)
+    tol = TOL[np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64]
+    h, taus = (_a(v) for v in L.geqrf(a))
+    lapack = sla.lapack.get_lapack_funcs("geqrf", dtype=np.dtype(dtype))
+    for idx in np.ndindex(*shape[:-2]):
+        h0, t0 = lapack(a[idx])[:2]
+        np.testing.assert_allclose(h[idx], h0, **tol)
+        np.testing.assert_allclose(taus[idx], t0, **tol)
+    np.testing.assert_allclose(_a(mt.vmap(L.geqrf)(a[None])[0])[0], h, **tol)
+    m, n = shape[-2:]
+    if min(m, n) == 0:
+        return
+    # q = H_0 ... H_k-1 (complete, m x m) from the square leading block or zero-padded
+    hm = h[..., :, :m] if n >= m else np.concatenate(
+        [h, np.zeros(shape[:-2] + (m, m - n), dtype)], axis=-1)
+    q = _a(L.householder_product(hm, taus))
+    np.testing.assert_allclose(np.conj(np.swapaxes(q, -1, -2)) @ q, np.broadcast_to(
+        np.eye(m), q.shape), atol=1e-5)
+    r = np.triu(h)
+    np.testing.assert_allclose(q @ r, a, atol=1e-4)
+    for left in (True, False):
+        for transpose in (False, True):
+            c = rng.standard_normal(shape[:-2] + ((m, 2) if left else (2, m))).astype(dtype)
+            op = np.conj(np.swapaxes(q, -1, -2)) if transpose else q
+            want = op @ c if left else c @ op
+            got = _a(L.ormqr(h, taus, c, left=left, transpose=transpose))
+            np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_householder_product_and_ormqr_derivatives(x64):
+    rng = np.random.default_rng(17)
+    h, taus = (_a(v) for v in L.geqrf(rng.standard_normal((5, 3))))
+    c = rng.standard_normal((5, 2))
+    check_grads(L.householder_product, (h, taus), order=1)
+    check_grads(L.geqrf, (rng.standard_normal((2, 4, 3)),), order=1)
+    check_grads(L.geqrf, (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)),),
+                order=1)
+    check_grads(lambda x, t, y: L.ormqr(x, t, y, transpose=True), (h, taus, c), order=1)
+
+
 # ---- errors ------------------------------------------------------------------------------
 def test_errors_name_the_operation_and_shapes():
     with pytest.raises(ValueError, match="cholesky.*square"):

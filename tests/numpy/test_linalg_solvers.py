@@ -151,6 +151,14 @@ def test_qr_full_mode_is_numpys_old_name_of_reduced():
         _close(np.abs(np.asarray(got)), np.abs(want))
 
 
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 5, 3), (0, 2), (2, 0)])
+def test_qr_raw_mode_matches_numpy(shape):
+    a = _rand(*shape).astype(np.float32)
+    for got, want in zip(LA.qr(a, mode="raw"), np.linalg.qr(a, mode="raw")):
+        assert np.shape(got) == want.shape
+        _close(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_lstsq_matches_numpy():
     a, b = _rand(6, 3).astype(np.float32), _rand(6, 2).astype(np.float32)
     for rhs in (b, b[:, 0]):
@@ -270,7 +278,7 @@ def test_errors_name_the_function_and_shape():
     with pytest.raises(ValueError, match=r"svd: needs an array of rank >= 2.*f32\[3\]"):
         LA.svd(mnp.ones(3))
     with pytest.raises(ValueError, match="qr: mode must be"):
-        LA.qr(rect, mode="raw")
+        LA.qr(rect, mode="economic")
     with pytest.raises(TypeError, match="inv does not accept dtype float16"):
         LA.inv(mnp.eye(2, dtype=mnp.float16))
     with pytest.raises(ValueError, match="matrix_rank: only one of tol or rtol"):

@@ -80,6 +80,22 @@ def test_solvers_broadcast_batches_as_scipy(a_shape, b_shape):
         _close(got, want, rtol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(4, 3), (4, 4), (3, 5)])
+@pytest.mark.parametrize("mode", ["right", "left"])
+def test_qr_multiply_matches_scipy(x64, shape, mode):
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    m, k = shape[0], min(shape)
+    for conjugate in (False, True):
+        for c in ((rng.standard_normal((2, m)), rng.standard_normal(m)) if mode == "right"
+                  else (rng.standard_normal((k, 2)), rng.standard_normal(k))):
+            got = L.qr_multiply(a, c, mode=mode, conjugate=conjugate)
+            want = sl.qr_multiply(a, c, mode=mode, conjugate=conjugate)
+            for g, w in zip(got, want):
+                assert np.shape(g) == np.shape(w)
+                _close(g, w, rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
 def test_lu(shape):
     a = RNG.normal(size=shape)
