@@ -149,9 +149,10 @@ def convolution_matrix(a, n, mode="full"):
     return _gather(a, index)
 
 
-def dft(n, scale=None):
-    """The discrete Fourier transform matrix [n, n] (complex, the default precision):
-    F[j, k] = exp(-2 pi i j k / n), divided by sqrt(n) (`scale` "sqrtn") or n ("n")."""
+def dft(n, scale=None, *, dtype=None):
+    """The discrete Fourier transform matrix [n, n] (`dtype`, default the default complex
+    dtype): F[j, k] = exp(-2 pi i j k / n), divided by sqrt(n) (`scale` "sqrtn") or n
+    ("n")."""
     n = _order("dft", n)
     if scale not in (None, "sqrtn", "n"):
         raise user_error(ValueError, f"dft: scale must be None, 'sqrtn' or 'n', got "
@@ -159,7 +160,9 @@ def dft(n, scale=None):
     jk = np.outer(np.arange(n), np.arange(n)) % max(n, 1)  # exact phases for large n
     f = np.exp(-2j * np.pi * jk / max(n, 1))
     f = f / {None: 1, "sqrtn": math.sqrt(max(n, 1)), "n": max(n, 1)}[scale]
-    return mnp.asarray(f, dtypes.default_complex())
+    if dtype is not None and not dtypes.is_complex(np.dtype(dtype)):
+        raise user_error(ValueError, f"dft: dtype must be complex, got {np.dtype(dtype)}")
+    return mnp.asarray(f, dtypes.default_complex() if dtype is None else dtype)
 
 
 def hadamard(n, dtype=int):

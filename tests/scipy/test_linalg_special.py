@@ -109,3 +109,12 @@ def test_errors_name_the_function():
         L.invpascal(3, kind="bad")
     with pytest.raises(ValueError, match="dft: scale must be"):
         L.dft(3, scale="bad")
+    with pytest.raises(ValueError, match="dft: dtype must be complex"):
+        L.dft(3, dtype=np.float32)
+
+
+def test_dft_dtype(x64):
+    for dtype in (np.complex64, np.complex128):
+        got = L.dft(4, dtype=dtype)
+        assert got.dtype == dtype
+        _close(got, sl.dft(4), 1e-6)
