@@ -66,7 +66,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     matrix("pinv", a)
     if rcond is not None:
         if rtol is not None:
-            raise user_error(ValueError, "pinv: only one of rtol and rcond may be specified")
+            raise user_error(ValueError, "pinv: only one of rtol and rcond may be specified.")
         rtol = rcond
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
@@ -153,7 +153,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     it, above `rtol` (default max(m, n) * eps) times the largest: int32 [...]. A 0-d or
     1-D `A` has rank 1 unless it is all zeros."""
     if tol is not None and rtol is not None:
-        raise user_error(ValueError, "matrix_rank: only one of tol or rtol may be specified")
+        raise user_error(ValueError, "matrix_rank: only one of tol or rtol may be specified.")
     (A,) = inexact("matrix_rank", A)
     if A.ndim < 2:
         return mnp.any(A != 0).astype(mnp.int32)

@@ -34,13 +34,14 @@ def _gather(v, index, fill=None):
 
 
 def _order(name, n, minimum=0):
+    """`n` as an int >= `minimum` (0 or 1); `minimum` None checks only that it is an int."""
     try:
         n = operator.index(n)
     except TypeError:
         raise user_error(TypeError, f"{name}: n must be an int, got {n!r}") from None
-    if n < minimum:
-        raise user_error(ValueError, f"{name}: n must be a positive integer "
-                         f"(at least {minimum}), got {n}")
+    if minimum is not None and n < minimum:
+        kind = "positive" if minimum else "non-negative"
+        raise user_error(ValueError, f"{name}: n must be a {kind} integer, got {n}")
     return n
 
 
@@ -83,11 +84,14 @@ def fiedler_companion(a):
     """The Fiedler companion matrix [..., n-1, n-1] of the polynomial with coefficients `a`
     [..., n] (highest power first): a pentadiagonal matrix with the companion matrix's
     characteristic polynomial, as SciPy builds it. n = 2 gives [[-a1 / a0]]; n < 2 an
-    empty matrix."""
+    empty matrix; an empty `a` is an error."""
     a = mnp.atleast_1d(mnp.asarray(a))
     if not dtypes.is_inexact(a.dtype):
         a = a.astype(dtypes.default_float())
     k = a.shape[-1]
+    if k == 0:
+        raise user_error(ValueError, f"fiedler_companion: a needs a nonzero length along "
+                         f"its last axis, got shape {a.shape}")
     if k < 2:
         return mnp.zeros(a.shape[:-1] + (0, 0), a.dtype)
     a = a / a[..., :1]
@@ -110,9 +114,9 @@ def leslie(f, s):
     """The Leslie matrix [..., n, n] of fecundities `f` [..., n] (its first row) and
     survival rates `s` [..., n-1] (its sub-diagonal)."""
     f, s = mnp.atleast_1d(mnp.asarray(f)), mnp.atleast_1d(mnp.asarray(s))
-    if f.shape[-1] < 1:
-        raise user_error(ValueError, "leslie: the length of f along the last axis must be "
-                         "at least 1")
+    if f.shape[-1] < 2:
+        raise user_error(ValueError, f"leslie: the length of f along the last axis must be "
+                         f"at least 2, got {f.shape}")
     n = f.shape[-1]
     if s.shape[-1] != n - 1:
         raise user_error(ValueError, f"leslie: Incorrect lengths for f and s: s needs "
@@ -137,8 +141,8 @@ def convolution_matrix(a, n, mode="full"):
     if m == 0:
         raise user_error(ValueError, "convolution_matrix: a must not be empty")
     if mode not in ("full", "valid", "same"):
-        raise user_error(ValueError, f"convolution_matrix: mode must be 'full', 'valid' or "
-                         f"'same', got {mode!r}")
+        raise user_error(ValueError, f"convolution_matrix: mode must be one of 'full', "
+                         f"'valid', 'same', got {mode!r}")
     rows = np.arange(m + n - 1)[:, None] - np.arange(n)[None, :]
     index = np.where((rows >= 0) & (rows < m), rows, -1)
     if mode == "valid":
@@ -167,7 +171,7 @@ def dft(n, scale=None, *, dtype=None):
 
 def hadamard(n, dtype=int):
     """The Sylvester-Hadamard matrix [n, n] of ±1 for n a positive power of 2."""
-    n = _order("hadamard", n)
+    n = _order("hadamard", n, minimum=None)
     if n < 1 or n & (n - 1):
         raise user_error(ValueError, f"hadamard: n must be a positive power of 2, got {n}")
     h = np.ones((1, 1), np.int64)

@@ -101,8 +101,16 @@ def test_errors_name_the_function():
         L.leslie(np.ones(0), np.ones(0))
     with pytest.raises(ValueError, match="convolution_matrix: n must be a positive integer"):
         L.convolution_matrix(np.ones(3), 0)
-    with pytest.raises(ValueError, match="hadamard: n must be a positive power of 2"):
-        L.hadamard(6)
+    for n in (-1, 0, 6):
+        with pytest.raises(ValueError, match="hadamard: n must be a positive power of 2"):
+            L.hadamard(n)
+    with pytest.raises(ValueError, match="fiedler_companion: a needs a nonzero length"):
+        L.fiedler_companion(np.ones((3, 0)))
+    assert L.fiedler_companion(np.ones((3, 1))).shape == (3, 0, 0)
+    with pytest.raises(ValueError, match="leslie: the length of f along the last axis"):
+        L.leslie(np.ones(1), np.ones(0))
+    with pytest.raises(ValueError, match="convolution_matrix: mode must be one of"):
+        L.convolution_matrix(np.ones(3), 2, "bad")
     with pytest.raises(ValueError, match="helmert: n must be a positive integer"):
         L.helmert(0)
     with pytest.raises(ValueError, match="invpascal: Expected kind to be one of"):
