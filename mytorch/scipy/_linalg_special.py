@@ -139,7 +139,8 @@ def convolution_matrix(a, n, mode="full"):
     n = _order("convolution_matrix", n, 1)
     m = a.shape[-1]
     if m == 0:
-        raise user_error(ValueError, "convolution_matrix: a must not be empty")
+        raise user_error(ValueError, f"convolution_matrix: len(a) must be at least 1, got "
+                         f"a of shape {a.shape}")
     if mode not in ("full", "valid", "same"):
         raise user_error(ValueError, f"convolution_matrix: mode must be one of 'full', "
                          f"'valid', 'same', got {mode!r}")

@@ -111,6 +111,8 @@ def test_errors_name_the_function():
         L.leslie(np.ones(1), np.ones(0))
     with pytest.raises(ValueError, match="convolution_matrix: mode must be one of"):
         L.convolution_matrix(np.ones(3), 2, "bad")
+    with pytest.raises(ValueError, match=r"convolution_matrix: len\(a\) must be at least 1"):
+        L.convolution_matrix(np.ones((2, 0)), 2)
     with pytest.raises(ValueError, match="helmert: n must be a positive integer"):
         L.helmert(0)
     with pytest.raises(ValueError, match="invpascal: Expected kind to be one of"):
