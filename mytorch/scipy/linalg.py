@@ -30,6 +30,7 @@ from mytorch.scipy._linalg_eig import eig, eigvals, generalized_eigh, logm
 from mytorch.scipy._linalg_factor import eigh_tridiagonal, hessenberg, polar, rq
 from mytorch.scipy._linalg_matfunc import expm_frechet, sqrtm
 from mytorch.scipy._linalg_schur import funm, rsf2csf, schur
+from mytorch.scipy._linalg_sylvester import solve_sylvester
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
            "expm", "block_diag", "solve", "eigh", "cholesky", "qr", "svd", "det", "inv",
@@ -37,7 +38,7 @@ __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve
            "hilbert", "polar", "rq", "hessenberg", "eigh_tridiagonal", "schur", "rsf2csf",
            "funm", "circulant", "companion", "convolution_matrix", "dft", "fiedler",
            "fiedler_companion", "hadamard", "helmert", "invhilbert", "invpascal", "leslie",
-           "pascal", "qr_multiply"]
+           "pascal", "qr_multiply", "solve_sylvester"]
 
 
 def _s(x):
