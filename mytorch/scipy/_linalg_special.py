@@ -135,7 +135,9 @@ def convolution_matrix(a, n, mode="full"):
     """The matrix A with A @ v = np.convolve(a, v, mode) for v [n]: a [..., m] gives
     [..., m + n - 1, n] ("full"), the rows where a and v overlap fully ("valid") or the
     max(m, n) centred rows ("same"), as SciPy."""
-    a = mnp.atleast_1d(mnp.asarray(a))
+    a = mnp.asarray(a)
+    if a.ndim == 0:
+        raise user_error(ValueError, "convolution_matrix: a must be at least 1-dimensional")
     n = _order("convolution_matrix", n, 1)
     m = a.shape[-1]
     if m == 0:

@@ -113,6 +113,8 @@ def test_errors_name_the_function():
         L.convolution_matrix(np.ones(3), 2, "bad")
     with pytest.raises(ValueError, match=r"convolution_matrix: len\(a\) must be at least 1"):
         L.convolution_matrix(np.ones((2, 0)), 2)
+    with pytest.raises(ValueError, match="convolution_matrix: a must be at least 1-dim"):
+        L.convolution_matrix(np.float32(5), 2)
     with pytest.raises(ValueError, match="helmert: n must be a positive integer"):
         L.helmert(0)
     with pytest.raises(ValueError, match="invpascal: Expected kind to be one of"):
