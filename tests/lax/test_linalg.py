@@ -11,6 +11,7 @@ import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.lax import linalg as L
 from tests.autodiff.fd import check_grads
+from tests.dtype_fixtures import dtype_fixture
 
 
 def _settings(n):
@@ -60,12 +61,7 @@ def _a(x):
 TOL = {np.float32: dict(rtol=2e-4, atol=2e-5), np.float64: dict(rtol=1e-10, atol=1e-11)}
 
 
-@pytest.fixture(params=[np.float32, np.float64])
-def dtype(request):
-    if request.param == np.float64:
-        mt.config.update("enable_x64", True)
-    yield request.param
-    mt.config.update("enable_x64", False)
+dtype = dtype_fixture(np.float32, np.float64)
 
 
 # ---- values ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.lax import linalg as L
 from tests.autodiff.fd import check_grads
+from tests.dtype_fixtures import dtype_fixture
 
 
 def _settings(n):
@@ -70,12 +71,7 @@ REAL = {np.complex64: np.float32, np.complex128: np.float64}
 TOL = {np.complex64: dict(rtol=5e-4, atol=5e-5), np.complex128: dict(rtol=1e-10, atol=1e-11)}
 
 
-@pytest.fixture(params=[np.complex64, np.complex128])
-def dtype(request):
-    if request.param == np.complex128:
-        mt.config.update("enable_x64", True)
-    yield request.param
-    mt.config.update("enable_x64", False)
+dtype = dtype_fixture(np.complex64, np.complex128)
 
 
 # ---- values ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.lax import linalg as L
 from tests.autodiff.fd import check_grads
+from tests.dtype_fixtures import dtype_fixture
 
 
 def _a(x):
@@ -48,12 +49,7 @@ OUT = {np.float32: np.complex64, np.float64: np.complex128, np.complex64: np.com
        np.complex128: np.complex128}
 
 
-@pytest.fixture(params=[np.float32, np.float64, np.complex64, np.complex128])
-def dtype(request):
-    if request.param in (np.float64, np.complex128):
-        mt.config.update("enable_x64", True)
-    yield request.param
-    mt.config.update("enable_x64", False)
+dtype = dtype_fixture(np.float32, np.float64, np.complex64, np.complex128)
 
 
 # ---- values ------------------------------------------------------------------------------

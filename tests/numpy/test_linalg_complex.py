@@ -12,6 +12,7 @@ import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.numpy import linalg as LA
 from tests.autodiff.fd import check_grads
+from tests.dtype_fixtures import dtype_fixture
 from tests.lax.test_linalg_complex import fd_real_grad
 
 
@@ -42,12 +43,7 @@ REAL = {np.complex64: np.float32, np.complex128: np.float64}
 TOL = {np.complex64: dict(rtol=1e-3, atol=1e-4), np.complex128: dict(rtol=1e-9, atol=1e-10)}
 
 
-@pytest.fixture(params=[np.complex64, np.complex128])
-def dtype(request):
-    if request.param == np.complex128:
-        mt.config.update("enable_x64", True)
-    yield request.param
-    mt.config.update("enable_x64", False)
+dtype = dtype_fixture(np.complex64, np.complex128)
 
 
 def _check(got, want, dtype, tol=None):
