@@ -117,6 +117,16 @@ def test_expm_matches_scipy(scale, x64):
     _close(L.expm(mnp.asarray(batch)), np.stack([sl.expm(m) for m in batch]), rtol=1e-4)
 
 
+def _fd_grad(loss, a, eps=1e-6):
+    """The gradient of the scalar `loss` at the float64 array `a` by central differences."""
+    want = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        d = np.zeros_like(a)
+        d[i] = eps
+        want[i] = (float(loss(mnp.asarray(a + d))) - float(loss(mnp.asarray(a - d)))) / (2 * eps)
+    return want
+
+
 def test_expm_gradient_matches_finite_differences(x64):
     a = RNG.normal(size=(3, 3))
     w = RNG.normal(size=(3, 3))
@@ -124,11 +134,7 @@ def test_expm_gradient_matches_finite_differences(x64):
         def loss(m):
             return mnp.sum(L.expm(m * scale) * mnp.asarray(w))
         got = mt.grad(loss)(mnp.asarray(a))
-        want = np.zeros_like(a)
-        for i in np.ndindex(a.shape):
-            d = np.zeros_like(a)
-            d[i] = 1e-6
-            want[i] = (float(loss(mnp.asarray(a + d))) - float(loss(mnp.asarray(a - d)))) / 2e-6
+        want = _fd_grad(loss, a)
         _close(got, want, rtol=1e-6, atol=1e-7)
 
 
@@ -174,11 +180,7 @@ def test_gradients_match_finite_differences(x64, name):
         return mnp.sum(out * mnp.asarray(w[:, :out.shape[-1]]))
 
     got = mt.grad(loss)(mnp.asarray(a))
-    want = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        d = np.zeros_like(a)
-        d[i] = 1e-6
-        want[i] = (float(loss(mnp.asarray(a + d))) - float(loss(mnp.asarray(a - d)))) / 2e-6
+    want = _fd_grad(loss, a)
     _close(got, want, rtol=1e-6, atol=1e-7)
 
 
