@@ -12,6 +12,7 @@ mpi4py; only `initialize` does.
 """
 
 import os
+import sys
 
 from mytorch.core.backend import Device, get_backend
 
@@ -91,6 +92,9 @@ def shutdown():
         return
     from mytorch.distributed import mpi
 
+    nccl = sys.modules.get("mytorch.distributed.nccl")  # loaded only if GPUs were used
+    if nccl is not None:
+        nccl.release_communicators()
     mpi.release_communicators()
     _STATE.clear()
     _stamp_local(0)
