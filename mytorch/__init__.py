@@ -13,6 +13,7 @@ from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr, check_jaxpr, eval_jaxpr
 from mytorch.core.aval import ShapedArray
 from mytorch import lax
 from mytorch.backends import numpy as _numpy_backend  # noqa: F401  (registers the CPU backend)
+from mytorch.backends import cupy as _cupy_backend  # noqa: F401  (the GPU probe only)
 from mytorch import numpy
 from mytorch.api import (
     block_until_ready, devices, device_get, device_put, local_device_count, make_jaxpr,

@@ -132,6 +132,9 @@ def device_put(x, device=None):
         if isinstance(leaf, ArrayImpl):
             if device is None or leaf.device is device:
                 return leaf
+            transfer = getattr(device.backend, "transfer", None)
+            if transfer is not None and leaf.device.backend is device.backend:
+                return ArrayImpl(transfer(leaf._buf, device), leaf.weak_type, device)
             return from_numpy(np.asarray(leaf), leaf.dtype, leaf.weak_type, device)
         return from_numpy(leaf, device=device)
 

@@ -65,7 +65,8 @@ class disable_jit:
         return False
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        backend_options=None):
     """Compile `fun` for each signature (pytree structure, shapes, dtypes, weak types,
     static arguments) it is called with.
 
@@ -75,6 +76,10 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
         value retraces.
       donate_argnums: positional arguments whose buffers the compiled code may overwrite;
         the donated arrays cannot be used after the call.
+      backend_options: a dict of options for the backend that compiles the function, e.g.
+        `{"cuda_graph": True}` (the GPU backend replays the compiled step as one CUDA
+        graph); a backend ignores options it does not know, so the same code runs on the
+        CPU.
 
     Returns:
       A callable with `.trace(*args)` (the traced stage: `.jaxpr`, `.out_info`, ...),
@@ -83,11 +88,29 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums)
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 backend_options=backend_options)
     if not callable(fun):
         raise TypeError(f"jit expects a function, got {type(fun).__name__}: {fun!r:.60}")
     return JitFunction(fun, _ints(static_argnums, "static_argnums"),
-                       _names(static_argnames), _ints(donate_argnums, "donate_argnums"))
+                       _names(static_argnames), _ints(donate_argnums, "donate_argnums"),
+                       _backend_options(backend_options))
+
+
+def _backend_options(options):
+    """jit's backend_options as a sorted tuple of (name, value) pairs (hashable)."""
+    if options is None:
+        return ()
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        raise TypeError(f"jit: backend_options must be a dict with str keys, got "
+                        f"{options!r:.80}")
+    for k, v in options.items():
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(f"jit: backend_options[{k!r}] must be hashable, got "
+                            f"{type(v).__name__}") from None
+    return tuple(sorted(options.items()))
 
 
 def _fun_name(fun):
@@ -176,14 +199,17 @@ def _shared_cache(fun, options):
 class JitFunction:
     """The callable `jit(fun)` returns."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums):
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums,
+                 backend_options=()):
         functools.update_wrapper(self, fun)
         self.__wrapped__ = fun
         self._fun = fun
         self._name = _fun_name(fun)
         self._cache = cache = _shared_cache(fun, (frozenset(static_argnums),
                                                   frozenset(static_argnames),
-                                                  frozenset(donate_argnums)))
+                                                  frozenset(donate_argnums),
+                                                  backend_options))
+        self._backend_options = backend_options
         if cache.arguments is None:  # read off the signature once per function and options
             cache.arguments = _Arguments(fun, static_argnums, static_argnames, donate_argnums)
         a = cache.arguments
@@ -232,7 +258,8 @@ class JitFunction:
     def _run(self, entry, leaves, args, kwargs):
         exe = entry.executable
         if exe is None:
-            exe = entry.executable = _compile_entry(entry, self._name)
+            exe = entry.executable = _compile_entry(entry, self._name,
+                                                    self._backend_options)
         fast = entry.cacheable and not kwargs and len(leaves) == len(args) and all(
             type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args))
         key = _fast_key(args) if fast else None  # before the call: donation invalidates args
@@ -379,11 +406,12 @@ def _struct_aval(x):
                        bool(getattr(x, "weak_type", False)))
 
 
-def _compile_entry(entry, name):
+def _compile_entry(entry, name, backend_options=()):
     from mytorch.jit_rules import compile_closed
 
     device = entry.signature[4]  # the device of the first argument, if an array
-    exe = compile_closed(entry.closed, entry.donated, name, device or default_device())
+    exe = compile_closed(entry.closed, entry.donated, name, device or default_device(),
+                         backend_options)
     entry.timings.update(exe.timings)
     return exe
 

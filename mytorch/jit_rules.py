@@ -99,10 +99,10 @@ def _take(array, name, donate):
     return donate(buf)
 
 
-def compile_closed(closed, donated, name, device):
+def compile_closed(closed, donated, name, device, backend_options=()):
     """Optimise `closed` and compile it for `device`: an Executable."""
     options = CompileOptions(device=device, donated=donated, debug_nans=config.debug_nans,
-                             name=name)
+                             name=name, backend_options=backend_options)
     t0 = time.perf_counter()
     opt = _optimize(closed)
     t1 = time.perf_counter()

@@ -104,7 +104,8 @@ class Traced(_Stage):
         from mytorch.jit import _compile_entry
 
         if self._entry.executable is None:
-            self._entry.executable = _compile_entry(self._entry, self._fn._name)
+            self._entry.executable = _compile_entry(self._entry, self._fn._name,
+                                                    self._fn._backend_options)
         return Lowered(self._fn, self._entry)
 
 

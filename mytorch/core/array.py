@@ -197,9 +197,13 @@ class ArrayImpl(Array):
         return self  # immutable: sharing is safe
 
     def block_until_ready(self):
+        """Wait until the array's value has been computed (kernels on a GPU run
+        asynchronously); returns the array."""
         sync = getattr(self._buf, "_mytorch_sync", None)
         if sync is not None:
             sync()
+        elif self._device is not None and self._device.platform != "cpu":
+            self._device.backend.block_until_ready(self._buf, self._device)
         return self
 
     def copy_to_host_async(self):

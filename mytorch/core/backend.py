@@ -36,6 +36,13 @@ class Device:
     def __reduce__(self):
         return (get_device, (self.platform, self.id))
 
+    def memory_stats(self):
+        """A dict of the device's memory use ("bytes_in_use", "peak_bytes_in_use",
+        "bytes_limit", ...) where its backend tracks it (GPUs), else None (as JAX on the
+        CPU)."""
+        stats = getattr(self.backend, "memory_stats", None)
+        return stats(self) if stats is not None else None
+
 
 @dataclasses.dataclass(frozen=True, init=False)
 class CompileOptions:
@@ -49,6 +56,8 @@ class CompileOptions:
     name:       the function's name, shown in the generated code and in errors.
     communicators: ((axis name, Communicator), ...): this replica's endpoint for each
                 axis of `axis_env` whose collectives the code runs (pmap's).
+    backend_options: ((name, value), ...) sorted: jit's `backend_options`; a backend reads
+                the names it knows ("cuda_graph" on the GPU) and ignores the others.
     """
 
     device: object = None
@@ -57,9 +66,10 @@ class CompileOptions:
     debug_nans: bool = False
     name: str = "f"
     communicators: tuple = ()
+    backend_options: tuple = ()
 
     def __init__(self, *, device=None, donated=(), axis_env=(), debug_nans=False, name="f",
-                 communicators=()):
+                 communicators=(), backend_options=()):
         where = f"CompileOptions(name={name!r})"
         if not isinstance(name, str) or not name:
             raise user_error(TypeError, f"{where}: name must be a non-empty str")
@@ -91,9 +101,11 @@ class CompileOptions:
             raise user_error(ValueError, f"{where}: communicators must hold (axis name, "
                                          f"Communicator) pairs for axes of axis_env {names}, "
                                          f"got {bad[0]!r}")
+        backend_options = tuple(sorted(dict(backend_options).items()))
         for field, value in (("device", device), ("donated", tuple(map(bool, donated))),
                              ("axis_env", axis_env), ("debug_nans", bool(debug_nans)),
-                             ("name", name), ("communicators", communicators)):
+                             ("name", name), ("communicators", communicators),
+                             ("backend_options", backend_options)):
             object.__setattr__(self, field, value)
 
     def donated_flags(self, n):
@@ -249,6 +261,37 @@ def register_backend(backend):
     _BACKENDS[backend.platform] = backend
 
 
+# platform -> fn() that registers the platform's backend and returns None, or returns why
+# it cannot (a str); run once, on the first request for the platform (so `import mytorch`
+# never imports CuPy), and the reason is kept
+_PROBES, _UNAVAILABLE = {}, {}
+
+
+def register_probe(platform, probe):
+    """Make `probe()` how the backend of `platform` is set up on first request: it calls
+    `register_backend` and returns None, or returns the reason it cannot (a str)."""
+    _PROBES[platform] = probe
+    _UNAVAILABLE.pop(platform, None)
+
+
+def _probe(platform):
+    probe = _PROBES.pop(platform, None)
+    if probe is not None:
+        reason = probe()
+        if reason is not None and platform not in _BACKENDS:
+            _UNAVAILABLE[platform] = reason
+
+
+def unavailable_reason(platform):
+    """Why `platform` has no backend (None where it has one)."""
+    if platform in _BACKENDS:
+        return None
+    _probe(platform)
+    if platform in _BACKENDS:
+        return None
+    return _UNAVAILABLE.get(platform, f"no {platform!r} backend is registered")
+
+
 def unregister_backend(platform):
     """Remove the backend of `platform` (a no-op where there is none)."""
     _BACKENDS.pop(platform, None)
@@ -258,15 +301,26 @@ def get_backend(platform=None):
     """The backend for `platform` ("cpu"/"gpu"; None: the configured default)."""
     from mytorch.core.config import config
 
-    platform = platform or config.default_backend
-    try:
+    platform = platform or default_platform()
+    backend = _BACKENDS.get(platform)
+    if backend is not None:
+        return backend
+    reason = unavailable_reason(platform)
+    if platform in _BACKENDS:
         return _BACKENDS[platform]
-    except KeyError:
-        known = ", ".join(sorted(_BACKENDS)) or "none"
-        raise RuntimeError(
-            f"no {platform!r} backend is available (available: {known})"
-            + (". The gpu backend needs CuPy and an NVIDIA GPU." if platform == "gpu" else "")
-        ) from None
+    known = ", ".join(sorted(_BACKENDS)) or "none"
+    raise RuntimeError(f"no {platform!r} backend is available (available: {known}): {reason}")
+
+
+def default_platform():
+    """The platform new arrays go to: `config.default_backend`, where "auto" (the default)
+    means "gpu" when the GPU backend can be set up and "cpu" otherwise (as JAX)."""
+    platform = config.default_backend
+    if platform != "auto":
+        return platform
+    if "gpu" in _BACKENDS:
+        return "gpu"
+    return "cpu" if unavailable_reason("gpu") is not None else "gpu"
 
 
 def get_device(platform, id=0):
@@ -274,7 +328,14 @@ def get_device(platform, id=0):
 
 
 def default_device():
-    return get_backend().devices()[0]
+    """`config.default_device` where set (a Device, or a platform name), else the default
+    platform's first device."""
+    chosen = config.default_device
+    if chosen is None:
+        return get_backend().devices()[0]
+    if isinstance(chosen, str):
+        return get_backend(chosen).devices()[0]
+    return chosen
 
 
 def available_platforms():

@@ -2,7 +2,10 @@
 
 Options (all also readable as attributes):
   enable_x64            allow 64-bit dtypes (default False: float32/int32 defaults)
-  default_backend       "cpu" or "gpu": where new arrays are placed
+  default_backend       "auto" (default: "gpu" when CuPy sees a GPU, else "cpu"), "cpu" or
+                        "gpu": the platform new arrays are placed on
+  default_device        None (default: the default backend's first device), a Device, or
+                        a platform name: where new arrays are placed
   debug_nans            raise FloatingPointError where a NaN first appears
   explain_cache_misses  say why a jitted function was retraced
   num_cpu_devices       how many virtual CPU devices `mt.devices()` lists (for pmap)
@@ -21,14 +24,15 @@ import os
 
 _DEFAULTS = {
     "enable_x64": False,
-    "default_backend": "cpu",
+    "default_backend": "auto",
+    "default_device": None,
     "debug_nans": False,
     "explain_cache_misses": False,
     "num_cpu_devices": 1,
     "psum_bucket_bytes": 25 * 2**20,
     "tune_malloc": True,
 }
-_CHOICES = {"default_backend": ("cpu", "gpu")}
+_CHOICES = {"default_backend": ("auto", "cpu", "gpu")}
 _NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on compiled code
 
 
@@ -83,6 +87,10 @@ class Config:
         elif isinstance(default, int):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"mt.config option {name!r} takes an int >= 1, got {value!r}")
+        if default is None and not (value is None or value in ("cpu", "gpu") or (
+                hasattr(value, "platform") and hasattr(value, "backend"))):
+            raise ValueError(f"mt.config option {name!r} takes a Device (mt.devices()[i]), "
+                             f"'cpu', 'gpu' or None, got {value!r:.80}")
         if name in _CHOICES and value not in _CHOICES[name]:
             raise ValueError(
                 f"mt.config option {name!r} must be one of {_CHOICES[name]}, got {value!r}"
