@@ -1,0 +1,164 @@
+"""The GPU backend: CuPy buffers on CUDA devices (or NumPy buffers on the CPU twin).
+
+`CupyBackend(runtime)` is a `core.backend.Backend` of platform "gpu" over a runtime
+(`runtime.CudaRuntime` on a GPU, `twin.TwinRuntime` on the CPU twin):
+- buffers: `put` copies a host value to a device, `to_numpy` back, `coerce` fixes a
+  kernel result's dtype, `donate` hands compiled code a buffer it may drop early;
+- eager kernels: elementwise primitives run as generated one-equation kernels (compiled once
+  per primitive, operand shapes and dtypes), the others as `kernels.KERNELS` holds them
+  (CuPy, cuBLAS, own kernels); a primitive with no GPU kernel runs through the NumPy backend
+  on the host, its operands copied down and results back;
+- every eager kernel runs with its operands' device current; operands that live on the
+  host (a 0-d constant made on the CPU) are copied to that device first;
+- `generate` is the jit compiler (compiler.py).
+"""
+
+import sys
+
+import numpy as np
+
+from mytorch.backends.cupy import fusion
+from mytorch.backends.cupy.codegen import module_source
+from mytorch.backends.cupy.expressions import has_expression
+from mytorch.backends.cupy.kernels import KERNELS
+from mytorch.core.aval import ShapedArray
+from mytorch.core.backend import Backend, Device, get_backend
+from mytorch.core.jaxpr import params_key
+
+
+class CupyBackend(Backend):
+    """Platform "gpu": one Device per CUDA device the runtime sees."""
+
+    platform = "gpu"
+
+    def __init__(self, runtime):
+        super().__init__()
+        from mytorch.backends.cupy import kernels_all  # noqa: F401  (registers KERNELS)
+
+        self.runtime, self.xp = runtime, runtime.xp
+        self._devices = [Device("gpu", i, self) for i in range(runtime.device_count())]
+        self._elementwise = {}  # (prim, operand avals, params) -> (FusedKernel, launchers)
+        self._wrapped = {}  # prim -> its eager kernel run on the operands' device
+
+    def devices(self):
+        return list(self._devices)
+
+    # ---- buffers -----------------------------------------------------------------------------
+    def put(self, value, device):
+        with self.runtime.on_device(device.id):
+            return self.xp.array(value, copy=True)
+
+    def to_device(self, value, dtype, ordinal):
+        """`value` (a host or device value, or an Array) as a buffer of `dtype` on device
+        `ordinal`."""
+        buf = getattr(value, "_buf", value)
+        if type(buf) is not self.xp.ndarray:
+            buf = np.asarray(value)
+        with self.runtime.on_device(ordinal):
+            return self.xp.asarray(buf, dtype=dtype)
+
+    def transfer(self, buf, device):
+        """A copy of device buffer `buf` on `device` (peer to peer where CuPy can)."""
+        with self.runtime.on_device(device.id):
+            return self.xp.array(buf, copy=True)
+
+    def to_numpy(self, buf):
+        if type(buf) is np.ndarray:
+            return buf
+        return self.xp.asnumpy(buf)
+
+    def coerce(self, buf, dtype):
+        xp = self.xp
+        if type(buf) is not xp.ndarray:
+            return xp.asarray(buf, dtype=dtype)
+        if buf.dtype != dtype:
+            return buf.astype(dtype)
+        return buf
+
+    def donate(self, buf):
+        """`buf` itself where nothing else holds it (compiled code drops it after its last
+        use, so the memory pool can reuse it), else a copy."""
+        if buf.base is not None or sys.getrefcount(buf) > 3:
+            return buf.copy()
+        return buf
+
+    def block_until_ready(self, buf, device):
+        self.runtime.synchronize(device.id)
+
+    def memory_stats(self, device):
+        return self.runtime.memory_stats(device.id)
+
+    # ---- eager kernels -----------------------------------------------------------------------
+    def kernel(self, prim):
+        fn = self._wrapped.get(prim)
+        if fn is None:
+            fn = self._wrapped[prim] = self._on_operands_device(self._raw_kernel(prim))
+        return fn
+
+    def gpu_kernel(self, prim):
+        """The eager kernel of `prim` on the device, or None where it has none (buffers
+        must already be on the current device: the compiler's case)."""
+        if prim in KERNELS:
+            return KERNELS[prim]
+        if has_expression(prim):
+            return self._elementwise_kernel(prim)
+        return None
+
+    def _raw_kernel(self, prim):
+        fn = self.gpu_kernel(prim)
+        if fn is not None:
+            return fn
+        return self.on_host(get_backend("cpu").kernel(prim), prim.multiple_results)
+
+    def host_kernel(self, prim, eqn):
+        """fn(*buffers, **params) running `eqn` through the NumPy backend on the host."""
+        from mytorch.backends.cupy.compiler import host_fallback
+
+        return host_fallback(self, prim, eqn)
+
+    def on_host(self, fn, multiple_results):
+        """`fn` (a NumPy kernel) run on host copies of the operands, its results copied to
+        the current device."""
+        xp = self.xp
+
+        def run(*bufs, **params):
+            outs = fn(*[self.to_numpy(b) for b in bufs], **params)
+            if not multiple_results:
+                return xp.asarray(outs)
+            return [xp.asarray(o) for o in outs]
+
+        return run
+
+    def _elementwise_kernel(self, prim):
+        cache, rt, xp = self._elementwise, self.runtime, self.xp
+
+        def run(*bufs, **params):
+            avals = tuple(ShapedArray(b.shape, b.dtype) for b in bufs)
+            keep = []
+            key = (prim, avals, params_key(params, keep), rt.device_of(bufs[0]) if bufs else 0)
+            hit = cache.get(key)
+            if hit is None:
+                k = fusion.elementwise_kernel(prim, avals, params)
+                hit = cache[key] = (k, rt.compile(module_source([k]), k.signatures), keep)
+            outs = hit[0].run(hit[1], xp, list(bufs))
+            return outs if prim.multiple_results else outs[0]
+
+        return run
+
+    def _on_operands_device(self, fn):
+        rt, xp = self.runtime, self.xp
+        ndarray = xp.ndarray
+
+        def run(*bufs, **params):
+            ordinal = next((rt.device_of(b) for b in bufs if type(b) is ndarray), 0)
+            with rt.on_device(ordinal):
+                bufs = [b if type(b) is ndarray else xp.asarray(b) for b in bufs]
+                return fn(*bufs, **params)
+
+        return run
+
+    def generate(self, jaxpr, consts, options):
+        """The GPU jit compiler (compiler.py): (fn(*buffers) -> list of buffers, text)."""
+        from mytorch.backends.cupy.compiler import generate
+
+        return generate(jaxpr, consts, options, self)
