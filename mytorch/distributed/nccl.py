@@ -464,7 +464,7 @@ class NcclCommunicator(Communicator):
         """Abort, record why and tell the group; the CollectiveError to raise."""
         text = f"{self._who()}: {reason}"
         if self._group is not None:
-            self._group.fail(self.rank, reason)
+            self._group.fail(self.rank, f"failed: {reason}")
         self._abandon(text)
         return CollectiveError(text)
 

@@ -107,11 +107,11 @@ class FakeComm:
         self.nccl, self.clique, self.rank, self.device = nccl, clique, rank, device
         self.issued = 0  # collectives issued
         self.aborted = self.destroyed = False
-        self.calls = []  # (method, peer or None) in the order issued
+        self.calls = []  # (method, peer or None, group depth) in the order issued
 
     # --- the fake's machinery ---
     def _issue(self, stream, method, peer, run):
-        self.calls.append((method, peer))
+        self.calls.append((method, peer, self.nccl.depth()))
         if self.aborted or self.destroyed:
             raise FakeNcclError(5, f"{method} on an aborted/destroyed communicator")
         call = (self.nccl.streams[stream], run)
