@@ -1,0 +1,247 @@
+"""The fusion pass of the GPU backend: groups a jaxpr's equations into generated kernels.
+
+`plan(jaxpr)` returns steps in an order that respects every data dependence:
+
+- `Fused(kernel, invars, outvars, eqns)`: a group of fusable equations compiled into ONE
+  kernel (codegen.FusedKernel). `invars` are the Vars it reads that are defined before it
+  (literals are folded into the kernel's source); `outvars` are its values read after it
+  (by other steps or as the jaxpr's outputs): nothing else is stored.
+- `Eqn(eqn)`: any other equation, run by an eager kernel (or, for call and loop
+  primitives, by compiling its sub-jaxprs).
+
+Fusable equations: elementwise primitives on the dtypes that have a CUDA expression
+(expressions.py), `add_any`, `zeros`, `broadcast_in_dim`, reshapes that keep the row-major
+order (`reshape` without `dimensions`, `squeeze`) and `iota`. Every value a group computes has the
+group's iteration shape S, so all of its outputs share that shape (a value of another shape
+starts another group); a reduction (sum, product, max, min, and, or, xor) of a value of
+shape S may end the group, whose outputs are then the reduction's result and any values of
+shape S read after it. Equations with effects never fuse.
+
+Grouping is greedy in program order: a fusable equation joins the group of one of its
+operands' producers when the shapes agree, the group is not ended by a reduction, and
+joining creates no cycle between steps (no path from the group to the equation through
+another step); otherwise it starts a group. Steps are then ordered topologically, each as
+early as the program order allows.
+"""
+
+import dataclasses
+import heapq
+
+from mytorch.backends.cupy import codegen_reduce as red
+from mytorch.backends.cupy.codegen import FusedKernel
+from mytorch.backends.cupy.codegen_emit import elementwise_template
+from mytorch.core.ad_util import add_any_p, zeros_p
+from mytorch.core.jaxpr import JaxprEqn, Var
+from mytorch.lax import structural as st
+
+
+@dataclasses.dataclass
+class Fused:
+    """A fused group: `kernel` computes `outvars` from `invars`; `eqns` in program order."""
+
+    kernel: FusedKernel
+    invars: list
+    outvars: list
+    eqns: list
+
+
+@dataclasses.dataclass
+class Eqn:
+    """An equation run on its own."""
+
+    eqn: object
+
+
+def fusable(eqn):
+    """Whether `eqn` may be part of a fused group (not counting reductions)."""
+    prim = eqn.primitive
+    if prim.effectful or len(eqn.outvars) != 1 or prim.multiple_results:
+        return False
+    out = eqn.outvars[0].aval
+    if prim in (st.broadcast_in_dim_p, st.squeeze_p, st.iota_p, zeros_p):
+        return _has_ctype(out.dtype)
+    if prim is st.reshape_p:
+        return eqn.params.get("dimensions") is None and _has_ctype(out.dtype)
+    if prim.kind != "elementwise" and prim is not add_any_p:
+        return False
+    if any(x.aval.shape not in ((), out.shape) for x in eqn.invars):
+        return False  # width-changing bitcasts add or drop a dim
+    try:
+        elementwise_template(eqn)
+    except (TypeError, KeyError):
+        return False
+    return True
+
+
+def _has_ctype(dtype):
+    from mytorch.backends.cupy.expressions import ctype
+
+    try:
+        ctype(dtype)
+    except TypeError:
+        return False
+    return True
+
+
+def _reduction(eqn):
+    return not eqn.primitive.effectful and red.fusable_reduction(eqn)
+
+
+class _Group:
+    __slots__ = ("id", "eqns", "shape", "closed", "first")
+
+    def __init__(self, gid, eqn, shape, first):
+        self.id, self.eqns, self.shape, self.closed, self.first = gid, [eqn], shape, False, first
+        # eqns: (position in the jaxpr, equation) pairs
+
+
+def plan(jaxpr, **kernel_options):
+    """The steps (Fused and Eqn) that compute `jaxpr` (a Jaxpr), dependences respected.
+
+    `kernel_options` are passed to every FusedKernel (index64, reduce_strategy, ...).
+    """
+    eqns = list(jaxpr.eqns)
+    node_of = {}  # Var -> node id (a group id or ("e", eqn index))
+    deps = {}  # node -> set of nodes it reads from
+    groups = {}
+    next_id = 0
+    first = {}  # node -> position of its first equation (for the order)
+    last_effect = None
+    for i, eqn in enumerate(eqns):
+        reads = {node_of[v] for v in eqn.invars if type(v) is Var and v in node_of}
+        target = None
+        is_red = _reduction(eqn)
+        if is_red or fusable(eqn):
+            shape = eqn.invars[0].aval.shape if is_red else eqn.outvars[0].aval.shape
+            for n in sorted(reads, key=lambda n: -first[n]):  # the latest producer first
+                g = groups.get(n)
+                if g is None or g.closed or g.shape != shape:
+                    continue
+                if not any(_reaches(deps, m, g.id) for m in reads if m != g.id):
+                    target = g
+                    break
+        if target is not None:
+            target.eqns.append((i, eqn))
+            deps[target.id] |= reads - {target.id}
+            node = target.id
+            for n in sorted(reads - {node}, key=lambda n: first[n]):  # same-shape siblings
+                g = groups.get(n)
+                if g is not None and not g.closed and g.shape == shape:
+                    _merge(groups, deps, first, node_of, g.id, node)
+        elif is_red or fusable(eqn):
+            node, next_id = next_id, next_id + 1
+            groups[node] = _Group(node, (i, eqn), eqn.invars[0].aval.shape if is_red
+                                  else eqn.outvars[0].aval.shape, i)
+            deps[node], first[node] = set(reads), i
+        else:
+            node = ("e", i)
+            deps[node], first[node] = set(reads), i
+            if eqn.primitive.effectful:
+                if last_effect is not None:
+                    deps[node].add(last_effect)
+                last_effect = node
+        if is_red:
+            groups[node].closed = True
+        for v in eqn.outvars:
+            if type(v) is Var:
+                node_of[v] = node
+    return _schedule(jaxpr, eqns, groups, deps, first, node_of, kernel_options)
+
+
+def _merge(groups, deps, first, node_of, src, dst):
+    """Merge group `src` into group `dst` unless that makes a cycle (a path between them
+    through another step)."""
+    if any(_reaches(deps, m, dst) for m in deps[src] if m != dst) or any(
+            _reaches(deps, m, src) for m in deps[dst] if m != src):
+        return
+    g = groups.pop(src)
+    groups[dst].eqns = sorted(groups[dst].eqns + g.eqns, key=lambda p: p[0])
+    deps[dst] = (deps[dst] | deps.pop(src)) - {src, dst}
+    first[dst] = min(first[dst], first.pop(src))
+    for ds in deps.values():
+        if src in ds:
+            ds.discard(src)
+            ds.add(dst)
+    for v, n in node_of.items():
+        if n == src:
+            node_of[v] = dst
+
+
+def _reaches(deps, start, goal):
+    """Whether node `start` depends (transitively) on node `goal`."""
+    stack, seen = [start], {start}
+    while stack:
+        n = stack.pop()
+        if n == goal:
+            return True
+        for m in deps[n]:
+            if m not in seen:
+                seen.add(m)
+                stack.append(m)
+    return False
+
+
+def _schedule(jaxpr, eqns, groups, deps, first, node_of, kernel_options):
+    users = {n: set() for n in deps}
+    for n, ds in deps.items():
+        for d in ds:
+            users[d].add(n)
+    read_by = {}  # Var -> nodes reading it
+    for n in deps:
+        for eqn in ([e for _, e in groups[n].eqns] if n in groups else [eqns[n[1]]]):
+            for v in eqn.invars:
+                if type(v) is Var:
+                    read_by.setdefault(v, set()).add(n)
+    outs = {v for v in jaxpr.outvars if type(v) is Var}
+    waiting = {n: len(ds) for n, ds in deps.items()}
+    ready = [(first[n], n) for n, k in waiting.items() if k == 0]  # first[n] is unique
+    heapq.heapify(ready)
+    steps = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        if n in groups:
+            step = _fused(groups[n], read_by, outs, kernel_options)
+            if step is not None:
+                steps.append(step)
+        else:
+            steps.append(Eqn(eqns[n[1]]))
+        for u in users[n]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, (first[u], u))
+    assert len(steps) <= len(deps) and all(k == 0 for k in waiting.values()), "fusion cycle"
+    return steps
+
+
+def _fused(group, read_by, outs, kernel_options):
+    """The Fused step of `group`, or None when none of its values is read after it."""
+    eqns = [e for _, e in group.eqns]
+    defined = {v for e in eqns for v in e.outvars}
+    invars, seen = [], set()
+    for e in eqns:
+        for v in e.invars:
+            if type(v) is Var and v not in defined and v not in seen:
+                seen.add(v)
+                invars.append(v)
+    outvars = [v for e in eqns for v in e.outvars
+               if type(v) is Var and (v in outs or read_by.get(v, set()) - {group.id})]
+    if not outvars:
+        return None
+    kernel = FusedKernel(eqns, invars, outvars, **kernel_options)
+    return Fused(kernel, invars, outvars, eqns)
+
+
+
+def elementwise_kernel(prim, in_avals, params):
+    """The FusedKernel of one equation `prim[params]` on operands of `in_avals`
+    (ShapedArrays): the GPU backend's eager kernel of an elementwise primitive.
+
+    Raises TypeError when the primitive has no CUDA expression for these dtypes."""
+    invars = [Var(a) for a in in_avals]
+    out = prim._abstract_eval(*in_avals, **params)
+    eqn = JaxprEqn(prim, invars, params, [Var(out)])
+    if not fusable(eqn) and not _reduction(eqn):
+        dts = ", ".join(a.str_short() for a in in_avals)
+        raise TypeError(f"{prim.name} has no generated GPU kernel for operands {dts}")
+    return FusedKernel([eqn], invars, eqn.outvars)
+
