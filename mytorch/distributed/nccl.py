@@ -31,15 +31,15 @@ Two set-ups:
   `NcclCommunicator(n, unique_id, rank, device)`. A failed peer shows up as NCCL's
   asynchronous error where NCCL detects it, and as a timeout otherwise.
 
-Reductions need a type NCCL reduces: int8, uint8, int32, uint32, int64, uint64, float16,
-float32, float64 and bfloat16; bool reduces as bytes ("sum" and "max" are "or", "min" is
-"and"); complex64/complex128 sums reduce as float32/float64 pairs. Other dtypes (int16,
-uint16, complex max/min) raise a TypeError naming the collective and the dtype. Data
-movement (allgather, all_to_all, permute) copies bytes, so it takes every dtype.
+Reductions need a type NCCL reduces (`nccl_lib.reduction`: bool as bytes, complex sums as
+pairs of reals; a TypeError naming the collective and the dtype for int16, uint16 and
+complex max/min). Data movement (allgather, all_to_all, permute) moves bytes, so it takes
+every dtype.
 
-`cupy` and `cupy.cuda.nccl` are imported only when a communicator is made (`cupy_lib()`),
-so CPU users never import them. Everything the communicator asks of CuPy goes through one
-small object (`CupyLib`), which the tests replace by a fake that runs on NumPy buffers.
+`cupy` and `cupy.cuda.nccl` are imported only when a communicator is made
+(`nccl_lib.cupy_lib()`), so CPU users never import them. Everything the communicator asks
+of CuPy goes through that one small object (`nccl_lib.CupyLib`), which the tests replace
+by a fake that runs on NumPy buffers.
 """
 
 import difflib
@@ -50,88 +50,16 @@ import time
 
 import numpy as np
 
+from mytorch.distributed import nccl_lib
 from mytorch.distributed.communicator import Communicator, collective_timeout
+from mytorch.distributed.nccl_lib import reduction
 from mytorch.errors import CollectiveError
 
-__all__ = ["NcclCommunicator", "NcclLocalGroup", "CupyLib", "cupy_lib", "nccl_endpoints",
-           "release_communicators"]
+__all__ = ["NcclCommunicator", "NcclLocalGroup", "nccl_endpoints", "release_communicators"]
 
-_OPS = ("sum", "max", "min")
-# the NCCL datatype (an attribute of the nccl module) of each dtype NCCL reduces
-_REDUCE_TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
-                 "uint32": "NCCL_UINT32", "int64": "NCCL_INT64", "uint64": "NCCL_UINT64",
-                 "float16": "NCCL_FLOAT16", "float32": "NCCL_FLOAT32",
-                 "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16"}
-# complex sums reduce as pairs of their real type
-_COMPLEX_PARTS = {"complex64": "NCCL_FLOAT32", "complex128": "NCCL_FLOAT64"}
-# a bool buffer reduces as bytes: sum and max are "or", min is "and"
-_BOOL_OPS = {"sum": "NCCL_MAX", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 # polling: for _SPIN_S, test again as soon as the OS lets us (most collectives end within
 # microseconds of the last peer's arrival); then sleep at most _MAX_SLEEP_S between tests
 _SPIN_S, _MAX_SLEEP_S = 0.05, 0.001
-_INSTALL = ("pip install 'mytorch[gpu]' (cupy-cuda13x, and nvidia-nccl-cu13 from which "
-            "CuPy loads NCCL)")
-
-
-# ---- what the communicator needs of CuPy ----------------------------------------------------
-class CupyLib:
-    """The CuPy calls of the communicator: the array module, the nccl module, the current
-    device and stream, events, and host/device copies. `available()` is False (with
-    `reason`) where CuPy or NCCL cannot be loaded."""
-
-    def __init__(self):
-        try:
-            import cupy
-            from cupy.cuda import nccl
-        except ImportError as e:
-            raise ImportError(f"mytorch's NCCL communicator (pmap over GPUs) needs CuPy: "
-                              f"{_INSTALL}; importing it failed: {e}") from None
-        if not getattr(nccl, "available", False) or not hasattr(nccl, "NcclCommunicator"):
-            raise ImportError(f"mytorch's NCCL communicator (pmap over GPUs) needs NCCL, "
-                              f"which CuPy could not load: {_INSTALL}")
-        self.xp, self.nccl, self._cuda = cupy, nccl, cupy.cuda
-
-    def current_device(self):
-        """The ordinal of CuPy's current GPU."""
-        return self._cuda.Device().id
-
-    def on_device(self, device_id):
-        """A context making GPU `device_id` current (allocations and streams there)."""
-        return self._cuda.Device(device_id)
-
-    def stream_ptr(self):
-        """The handle of the current stream of the current device (CUDA's cudaStream_t)."""
-        return self._cuda.get_current_stream().ptr
-
-    def record_event(self):
-        """An event recorded now on the current stream; `.done` once the work before it
-        has completed."""
-        event = self._cuda.Event(block=False, disable_timing=True)
-        event.record()
-        return event
-
-    def ptr(self, a):
-        """The device address of array `a`'s first element."""
-        return a.data.ptr
-
-    def device_of(self, a):
-        """The ordinal of the GPU holding `a`, or None for a host array."""
-        device = getattr(a, "device", None)
-        return getattr(device, "id", None)
-
-    def to_host(self, a):
-        """A NumPy copy of device array `a`."""
-        return self.xp.asnumpy(a)
-
-
-_LIB = []
-
-
-def cupy_lib():
-    """The process's `CupyLib` (made, and CuPy imported, at first use)."""
-    if not _LIB:
-        _LIB.append(CupyLib())
-    return _LIB[0]
 
 
 # ---- state shared by the endpoints a thread drives ------------------------------------------
@@ -163,7 +91,7 @@ class NcclCommunicator(Communicator):
     """
 
     def __init__(self, ndev, unique_id, rank, device=None, *, lib=None):
-        lib = cupy_lib() if lib is None else lib
+        lib = nccl_lib.cupy_lib() if lib is None else lib
         if device is None:
             device = lib.current_device()
         if not (isinstance(rank, int) and isinstance(ndev, int) and 0 <= rank < ndev):
@@ -208,7 +136,7 @@ class NcclCommunicator(Communicator):
         """S: the elementwise `op` ("sum", "max", "min") of every rank's x (shape S)."""
         x = self._operand(x, "allreduce")
         what = f"allreduce({op}) of {_describe(x)}"
-        dtype, nccl_op, scale = self._reduction(x.dtype, op, "allreduce")
+        dtype, nccl_op, scale = reduction(self.lib.nccl, x.dtype, op, "allreduce")
         out = self._empty(x.shape, x.dtype)
         self._launch(what, lambda c, s: c.allReduce(
             self.lib.ptr(x), self.lib.ptr(out), x.size * scale, dtype, nccl_op, s), x.size)
@@ -227,7 +155,7 @@ class NcclCommunicator(Communicator):
         """S: x of shape (n, *S) on every rank; rank r gets the `op` over ranks of x[r]."""
         x = self._operand(x, "reduce_scatter", leading=True)
         what = f"reduce_scatter({op}) of {_describe(x)}"
-        dtype, nccl_op, scale = self._reduction(x.dtype, op, "reduce_scatter")
+        dtype, nccl_op, scale = reduction(self.lib.nccl, x.dtype, op, "reduce_scatter")
         out = self._empty(x.shape[1:], x.dtype)
         self._launch(what, lambda c, s: c.reduceScatter(
             self.lib.ptr(x), self.lib.ptr(out), out.size * scale, dtype, nccl_op, s), x.size)
@@ -239,11 +167,11 @@ class NcclCommunicator(Communicator):
         x = self._operand(x, "all_to_all", leading=True)
         out = self._empty(x.shape, x.dtype)
         what, r = f"all_to_all of {_describe(x)}", self.rank
-        if x.size:
-            with self.lib.on_device(self.device_id):
-                out[r] = x[r]  # this rank's own block: a copy on the stream
         block = x.nbytes // self.size
         self._enter(what)
+        if block:
+            with self.lib.on_device(self.device_id):  # this rank's own block
+                self.lib.copy_bytes(out, r * block, x, r * block, block)
         self.group_start()
         try:
             for j in range(self.size):
@@ -264,10 +192,10 @@ class NcclCommunicator(Communicator):
         with self.lib.on_device(self.device_id):
             if source is None:
                 out = self.lib.xp.zeros(x.shape, x.dtype)
-            elif source == self.rank:
-                out = x.copy()
             else:
                 out = self.lib.xp.empty(x.shape, x.dtype)
+                if source == self.rank and x.nbytes:
+                    self.lib.copy_bytes(out, 0, x, 0, x.nbytes)
         self._enter(what)
         if source == self.rank or (source is None and dest is None):
             return out
@@ -316,10 +244,9 @@ class NcclCommunicator(Communicator):
     # ---- groups, failure, release ---------------------------------------------------------
     def group_start(self):
         """Start a group of NCCL calls (ncclGroupStart; groups nest, per thread)."""
-        pending = _pending()
+        _pending()
         self.lib.nccl.groupStart()
         _THREAD.depth += 1
-        return pending
 
     def group_end(self):
         """End a group (ncclGroupEnd). At the outermost end, NCCL launches the group's
@@ -383,29 +310,6 @@ class NcclCommunicator(Communicator):
     def _empty(self, shape, dtype):
         with self.lib.on_device(self.device_id):
             return self.lib.xp.empty(shape, dtype)
-
-    def _reduction(self, dtype, op, name):
-        """(NCCL datatype, NCCL op, elements per array element) of a reduction `op` of
-        `dtype`, or a TypeError/ValueError naming the collective."""
-        nccl = self.lib.nccl
-        if op not in _OPS:
-            raise ValueError(f"NcclCommunicator.{name}: op must be one of {list(_OPS)}, got "
-                             f"{op!r}")
-        key = np.dtype(dtype).name
-        if key == "bool":
-            return nccl.NCCL_UINT8, getattr(nccl, _BOOL_OPS[op]), 1
-        op_code = getattr(nccl, f"NCCL_{op.upper()}")
-        if key in _COMPLEX_PARTS and op == "sum":
-            return getattr(nccl, _COMPLEX_PARTS[key]), op_code, 2
-        code = getattr(nccl, _REDUCE_TYPES.get(key, "-"), None)
-        if code is None:
-            why = ("a complex value has no order" if key in _COMPLEX_PARTS
-                   else "NCCL has no such type")
-            raise TypeError(f"NcclCommunicator.{name}({op}): NCCL cannot reduce {key} ({why}); "
-                            f"it reduces bool, int8, uint8, (u)int32, (u)int64, float16, "
-                            f"bfloat16, float32, float64 (and complex sums): cast the "
-                            f"operand first")
-        return code, op_code, 1
 
     def _check_usable(self, what):
         if self._broken is None and self._group is not None and self._group.failure:
@@ -491,8 +395,8 @@ def _check_pairs(pairs, size):
 def _wait(calls):
     """Wait for the NCCL calls `calls` ([(endpoint, what)]) just launched: an event on each
     endpoint's current stream, polled with the endpoints' asynchronous errors and their
-    group's failures until done; past the timeout, every endpoint aborts and the first
-    raises CollectiveError."""
+    group's failures until done. On an error, or past the timeout, every endpoint still
+    waiting aborts, and the first one's CollectiveError is raised."""
     endpoints = list({id(e): e for e, _ in calls}.values())
     what = {id(e): w for e, w in calls}  # an endpoint's last call names the wait
     events = []
@@ -505,8 +409,13 @@ def _wait(calls):
         left = [(e, ev) for e, ev in zip(endpoints, events, strict=True) if not ev.done]
         if not left:
             return
-        for e, _ in left:
-            _check_progress(e, what[id(e)])
+        try:
+            for e, _ in left:
+                _check_progress(e, what[id(e)])
+        except CollectiveError as err:
+            for e, _ in left:  # one thread driving several endpoints: stop them all
+                e._abandon(str(err))
+            raise
         waited = time.monotonic() - start
         if waited > timeout:
             error = None
@@ -553,7 +462,7 @@ class NcclLocalGroup:
         ids = [d if isinstance(d, int) else d.id for d in devices]
         if not ids or len(set(ids)) != len(ids):
             raise ValueError(f"NcclLocalGroup: devices must be distinct GPUs, got {ids}")
-        self.lib = cupy_lib() if lib is None else lib
+        self.lib = nccl_lib.cupy_lib() if lib is None else lib
         self.device_ids, self.size = tuple(ids), len(ids)
         self.lock = threading.Lock()
         self.communicators = []
@@ -647,7 +556,7 @@ def _process_endpoint(devices, lib):
     """{mine: NcclCommunicator} of this process's one device among `devices`."""
     from mytorch.distributed.mpi import mpi_endpoints
 
-    lib = cupy_lib() if lib is None else lib
+    lib = nccl_lib.cupy_lib() if lib is None else lib
     (mine, mpi), = mpi_endpoints(devices).items()  # checks one device per process
     unique_id = lib.nccl.get_unique_id() if mpi.rank == 0 else None
     unique_id = mpi.comm.bcast(unique_id, root=0)

@@ -1,6 +1,6 @@
 """A FAKE of `cupy.cuda.nccl` and of the CuPy calls `NcclCommunicator` makes (`FakeLib`
-stands in for `mytorch.distributed.nccl.CupyLib`), for testing the communicator's Python
-logic on a machine without a GPU. NOTHING HERE RUNS NCCL OR A GPU: buffers are NumPy arrays
+stands in for `mytorch.distributed.nccl_lib.CupyLib`), for testing the communicator's
+Python logic on a machine without a GPU. NOTHING HERE RUNS NCCL OR A GPU: buffers are NumPy arrays
 in host memory, "device pointers" are their host addresses, and the collectives are
 computed with NumPy by worker threads.
 
@@ -284,7 +284,7 @@ class FakeNccl(types.SimpleNamespace):
 
 
 class FakeLib:
-    """Stands in for `mytorch.distributed.nccl.CupyLib`: NumPy as the array module, the
+    """Stands in for `mytorch.distributed.nccl_lib.CupyLib`: NumPy as the array module, the
     fake nccl, one fake stream per device, host addresses as pointers."""
 
     def __init__(self):
@@ -324,6 +324,10 @@ class FakeLib:
 
     def device_of(self, a):
         return None
+
+    def copy_bytes(self, dst, dst_at, src, src_at, nbytes):
+        dst.reshape(-1).view(np.uint8)[dst_at:dst_at + nbytes] = \
+            src.reshape(-1).view(np.uint8)[src_at:src_at + nbytes]
 
     def to_host(self, a):
         return np.asarray(a)

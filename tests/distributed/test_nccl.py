@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from mytorch.core.backend import Device
-from mytorch.distributed import groups, nccl
+from mytorch.distributed import groups, nccl, nccl_lib
 from mytorch.distributed.threads import ThreadGroup
 from mytorch.errors import CollectiveError
 
@@ -281,7 +281,7 @@ def test_an_asynchronous_nccl_error_is_a_collective_error(lib, monkeypatch):
 
 
 def test_pmap_gets_nccl_endpoints_for_gpu_devices(lib, monkeypatch):
-    monkeypatch.setattr(nccl, "cupy_lib", lambda: lib)
+    monkeypatch.setattr(nccl_lib, "cupy_lib", lambda: lib)
     monkeypatch.setattr(nccl, "_COMMS", {})
     gpus = [Device("gpu", 0, None), Device("gpu", 1, None)]
     found = groups.endpoints(gpus, "i")
@@ -311,12 +311,12 @@ def test_cpu_pmap_never_loads_nccl():
 def test_missing_cupy_or_nccl_says_to_install_the_gpu_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
     with pytest.raises(ImportError, match=r"needs CuPy: pip install 'mytorch\[gpu\]'"):
-        nccl.CupyLib()
+        nccl_lib.CupyLib()
     monkeypatch.undo()
     cuda_nccl = pytest.importorskip("cupy.cuda.nccl")
     monkeypatch.setattr(cuda_nccl, "available", False)
     with pytest.raises(ImportError, match=r"needs NCCL.*'mytorch\[gpu\]'.*nvidia-nccl-cu13"):
-        nccl.CupyLib()
+        nccl_lib.CupyLib()
 
 
 def test_fake_matches_cupy_nccl():
