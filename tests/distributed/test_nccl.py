@@ -20,7 +20,7 @@ import pytest
 
 from mytorch.core.backend import Device
 from mytorch.distributed import groups, nccl, nccl_lib
-from mytorch.distributed.threads import ThreadGroup
+from mytorch.distributed.threads import ThreadCommunicator, ThreadGroup
 from mytorch.errors import CollectiveError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -86,7 +86,7 @@ def operations(comm, dtype, seed=0):
         for op in ("sum", "max", "min"):
             if reducible(dtype, op):
                 out.append((f"allreduce {op} {shape}", comm.allreduce(x, op)))
-                if shape == () and not isinstance(comm, nccl.NcclCommunicator):
+                if shape == () and isinstance(comm, ThreadCommunicator):
                     # ThreadCommunicator.reduce_scatter cannot make a 0-d result (its
                     # ufunc's out= is a NumPy scalar there): NumPy's answer instead
                     got = REDUCE[op].reduce(full[:, r], axis=0)
@@ -369,3 +369,18 @@ def test_unique_id_travels_over_mpi(launch_script):
     assert run.returncode == 0, run
     for r in (0, 1):
         assert run.lines(r) == [f"endpoint {r} {r} 2 0 {r} id-of-process-0", "destroyed True"]
+
+
+def test_cupy_lib_uses_calls_cupy_has():
+    """The CuPy calls CupyLib makes exist with the arguments it passes (read from CuPy's
+    docstrings; nothing touches a device)."""
+    cupy = pytest.importorskip("cupy")
+    cuda = cupy.cuda
+    assert "block" in cuda.Event.__doc__ and "disable_timing" in cuda.Event.__doc__
+    assert hasattr(cuda.Event, "done") and hasattr(cuda.Event, "record")
+    assert cuda.MemoryPointer.copy_from_device_async.__doc__.startswith(
+        "MemoryPointer.copy_from_device_async(self, MemoryPointer src, size_t size, "
+        "stream=None)")
+    assert hasattr(cuda.MemoryPointer, "__add__") and hasattr(cuda.MemoryPointer, "ptr")
+    assert callable(cuda.get_current_stream) and hasattr(cuda.Stream, "ptr")
+    assert callable(cupy.asnumpy) and hasattr(cuda.Device, "id")
