@@ -62,7 +62,7 @@ def stable_argsort(xp, x, axis=-1):
     """Indices that sort `x` along `axis`, stable on ties; NaNs last (complex: NumPy's
     lexicographic order). CuPy's argsort is always stable and takes no `kind="stable"`."""
     if xp is np:
-        return np.argsort(x, axis=axis, kind="stable")
+        return xp.argsort(x, axis=axis, kind="stable")
     return xp.argsort(x, axis=axis)
 
 

@@ -193,7 +193,7 @@ def _combine(xp, kind, target, flat, updates):
     if kind == "replace":
         _ranked_update(xp, None, target, flat, updates)
     elif xp is np:  # NumPy's own ufunc.at: the CPU kernel's call
-        getattr(np, _OPS[kind]).at(target, flat, updates)
+        getattr(xp, _OPS[kind]).at(target, flat, updates)
     else:
         _ranked_update(xp, getattr(xp, _OPS[kind]), target, flat, updates)
 
