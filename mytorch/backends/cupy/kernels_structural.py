@@ -9,7 +9,7 @@ place). Written for any array module: CuPy on a GPU, NumPy in the tests.
 import numpy as np
 
 from mytorch.backends.cupy.kernels import register, xp_of
-from mytorch.backends.cupy.kernels_common import creation_module
+from mytorch.backends.cupy.kernels_common import BF16, F32, creation_module
 from mytorch.checkpoint import name_p
 from mytorch.core.ad_util import add_any_p, zeros_p
 from mytorch.lax import structural as s
@@ -93,8 +93,11 @@ def _zeros(*, shape, dtype, weak_type):
 
 @register(add_any_p)
 def _add_any(x, y):
+    xp = xp_of(x, y)
     with np.errstate(all="ignore"):  # (NumPy's flag; CuPy never warns)
-        return xp_of(x, y).add(x, y)
+        if x.dtype == BF16:  # ml_dtypes adds in float32 and rounds once: the same here
+            return (x.astype(F32) + y.astype(F32)).astype(BF16)
+        return xp.add(x, y)
 
 
 @register(name_p)
