@@ -196,8 +196,12 @@ def test_gpu_pmap_psum_matches_cpu():
             v, "i", [(k, (k + 1) % n) for k in range(n)])
 
     got = mt.pmap(f, axis_name="i", devices=gpus[:n])(x)
-    mt.config.update("num_cpu_devices", max(n, 2))
-    want = mt.pmap(f, axis_name="i", devices=mt.devices("cpu")[:n])(x)
+    before = len(mt.devices("cpu"))
+    mt.config.update("num_cpu_devices", max(n, before))
+    try:
+        want = mt.pmap(f, axis_name="i", devices=mt.devices("cpu")[:n])(x)
+    finally:
+        mt.config.update("num_cpu_devices", before)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
 
