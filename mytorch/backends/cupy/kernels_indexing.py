@@ -4,8 +4,8 @@ The plan is backends/numpy/indexing.py's: for every operand dim, an integer arra
 broadcastable to the target (the gather output or the updates) gives the operand position
 each element reads or writes; they add up to one array of flat positions, so a gather is
 one `take` and a scatter one combining write. Python loops run over dims, never over index
-rows. Dynamic-slice starts are read to the host (they decide the result's layout), as on
-the CPU.
+rows. Dynamic-slice starts held on the device stay there: the window is an open mesh of
+index arrays (`ix_`), not slices read from the host.
 
 The scatter's combining write (NumPy's `ufunc.at` applies duplicates one after another, in
 order):
@@ -33,22 +33,40 @@ _HALF = (F16, BF16)
 
 # ---- dynamic slices -------------------------------------------------------------------------
 def _clamped(shape, starts, sizes):
-    """XLA's clamp: each start in [0, dim - size] (a start is a 0-d buffer: read once)."""
+    """XLA's clamp: each start in [0, dim - size] (host starts)."""
     return tuple(min(max(int(s), 0), n - k) for s, n, k in zip(starts, shape, sizes,
                                                                strict=True))
 
 
+def window_index(xp, shape, starts, sizes):
+    """The index of the window of `sizes` at `starts` (clamped as XLA does) in an array of
+    `shape`: plain slices when every start is a host value (Python or NumPy), else an open
+    mesh of device index arrays (`ix_`), so a start computed on the device (a loop counter)
+    is never read back to the host."""
+    if xp is np or all(type(v).__module__ in ("builtins", "numpy") for v in starts):
+        begin = _clamped(shape, starts, sizes)
+        return tuple(slice(b, b + k) for b, k in zip(begin, sizes, strict=True))
+    return device_window(xp, shape, starts, sizes)
+
+
+def device_window(xp, shape, starts, sizes):
+    """`window_index` as an open mesh of index arrays computed from the (device) starts."""
+    axes = [xp.clip(xp.asarray(v).astype(np.int64), 0, n - k) + xp.arange(k, dtype=np.int64)
+            for v, n, k in zip(starts, shape, sizes, strict=True)]
+    return xp.ix_(*axes)
+
+
 @register(ix.dynamic_slice_p)
 def _dynamic_slice(x, *starts, slice_sizes):
-    begin = _clamped(x.shape, starts, slice_sizes)
-    return x[tuple(slice(b, b + k) for b, k in zip(begin, slice_sizes, strict=True))].copy()
+    xp = xp_of(x)
+    return x[window_index(xp, x.shape, starts, slice_sizes)].copy()
 
 
 @register(ix.dynamic_update_slice_p)
 def _dynamic_update_slice(x, update, *starts):
-    begin = _clamped(x.shape, starts, update.shape)
+    xp = xp_of(x, update)
     out = x.copy()
-    out[tuple(slice(b, b + k) for b, k in zip(begin, update.shape, strict=True))] = update
+    out[window_index(xp, x.shape, starts, update.shape)] = update
     return out
 
 
@@ -146,12 +164,12 @@ def _ranked_update(xp, op, target, flat, updates):
         return
     order, rank = ranks(xp, flat)
     flat, updates = flat[order], updates[order]
-    rounds = int(rank.max()) + 1  # one read of the largest multiplicity
     if op is None:  # the last write of each position wins: one round
         last = xp.ones(flat.shape[0], dtype=bool)
         last[:-1] = flat[1:] != flat[:-1]
         target[flat[last]] = updates[last]
         return
+    rounds = int(rank.max()) + 1  # one read to the host: the largest multiplicity
     for r in range(rounds):
         sel = rank == r
         p = flat[sel]

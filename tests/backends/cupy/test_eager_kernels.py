@@ -278,6 +278,18 @@ def test_ranks_count_earlier_equal_positions():
     np.testing.assert_array_equal(rank, [0, 0, 1, 0, 1, 2])
 
 
+@given(shape=shapes(min_dims=1, max_dims=3, min_side=1), data=st.data())
+def test_device_start_windows_are_the_slices(shape, data):
+    """The open-mesh window (for starts held on a GPU) selects the clamped slices."""
+    sizes = tuple(data.draw(st.integers(0, n)) for n in shape)
+    starts = tuple(data.draw(st.integers(-3, n + 3)) for n in shape)
+    x = np.arange(np.prod(shape)).reshape(shape)
+    device_starts = [np.int32(v) for v in starts]
+    np.testing.assert_array_equal(
+        x[kernels_indexing.device_window(np, shape, device_starts, sizes)],
+        x[kernels_indexing.window_index(np, shape, starts, sizes)])
+
+
 def test_potrf_failure_becomes_nans():
     good = np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]]))
     stopped = np.array([[2.0, 0.0], [1.0, -0.5]])  # potrf stops at a pivot <= 0
