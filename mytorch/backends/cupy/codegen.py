@@ -148,8 +148,9 @@ def _short(shape):
 
 
 def _address(x):
-    data = getattr(x, "data", None)
-    return data.ptr if hasattr(data, "ptr") else x.ctypes.data
+    if isinstance(x, np.ndarray):
+        return x.ctypes.data
+    return x.data.ptr  # a CuPy array
 
 
 def _empty(xp, shape, dtype):
