@@ -12,8 +12,12 @@ This checks the kernels' Python logic only. CuPy's own behaviour (cuBLAS, cuSOLV
 sorts, atomics) is checked on a GPU, by the gpu-marked suite in tests/gpu.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
@@ -56,9 +60,10 @@ def _views_of(out, bufs):
                and np.shares_memory(o, b) for o in outs for b in bufs)
 
 
-@pytest.fixture
-def shadowed(monkeypatch):
-    """Run every GPU kernel beside its NumPy kernel; yields the set of primitives seen."""
+@contextlib.contextmanager
+def shadowing():
+    """Within the block, every GPU kernel runs beside its NumPy kernel (eagerly: jit off);
+    yields the set of primitives seen."""
     cpu = get_backend("cpu")
     seen = set()
 
@@ -76,9 +81,23 @@ def shadowed(monkeypatch):
 
         return run
 
-    for prim, gpu_fn in KERNELS.items():
-        monkeypatch.setitem(cpu.kernels, prim, shadow(prim, cpu.kernel(prim), gpu_fn))
-    with mt.disable_jit():
+    saved = {p: cpu.kernels.get(p) for p in KERNELS}
+    try:
+        for prim, gpu_fn in KERNELS.items():
+            cpu.kernels[prim] = shadow(prim, cpu.kernel(prim), gpu_fn)
+        with mt.disable_jit():
+            yield seen
+    finally:
+        for prim, fn in saved.items():
+            if fn is None:
+                cpu.kernels.pop(prim, None)
+            else:
+                cpu.kernels[prim] = fn
+
+
+@pytest.fixture
+def shadowed():
+    with shadowing() as seen:
         yield seen
 
 
@@ -266,3 +285,52 @@ def test_programs_reach_every_gpu_kernel(shadowed, x64):
     # test_eager_kernels.py calls it directly
     missing = sorted(p.name for p in KERNELS if p not in shadowed and p is not name_p)
     assert not missing, f"GPU kernels no program runs: {missing}"
+
+
+# ---- drawn shapes and params ---------------------------------------------------------------
+_AT_DTYPES = st.sampled_from([np.float32, np.float16, "bfloat16", np.int32, np.int8, np.uint8,
+                              np.int64, np.bool_, np.complex64])
+
+
+@given(data=st.data(), dtype=_AT_DTYPES, shape=st.tuples(st.integers(1, 5), st.integers(1, 4)),
+       n=st.integers(0, 9))
+def test_gather_scatter_drawn(data, dtype, shape, n):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x = mnp.asarray((rng.standard_normal(shape) * 4).astype(dtype))
+    idx = mnp.asarray(rng.integers(-shape[0] - 2, shape[0] + 2, (n,)).astype(np.int32))
+    updates = mnp.asarray((rng.standard_normal((n, shape[1])) * 3).astype(dtype))
+    mode = data.draw(st.sampled_from(["clip", "drop", "fill", None]))
+    with shadowing():
+        x.at[idx].get(mode=mode if mode != "drop" else "fill")
+        x.at[:, idx[:1]].get(mode="clip")
+        ops = ["set", "add", "multiply"] + (["min", "max"] if dtype != np.complex64 else [])
+        for op in ops:
+            getattr(x.at[idx], op)(updates, mode=mode if mode != "fill" else "drop")
+
+
+@given(data=st.data(), nsp=st.integers(1, 2), groups=st.sampled_from([(1, 1), (2, 1), (1, 2)]))
+def test_convolution_drawn(data, nsp, groups):
+    g, b = groups
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    draw = data.draw
+    n, i, o = 2 * b, draw(st.integers(1, 2)), 2 * draw(st.integers(1, 2))
+    spatial = tuple(draw(st.integers(1, 6)) for _ in range(nsp))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(nsp))
+    x = _rand(rng, n, i * g, *spatial)
+    w = _rand(rng, o, i, *kernel)
+    strides = tuple(draw(st.integers(1, 2)) for _ in range(nsp))
+    pads = [(draw(st.integers(-1, 2)), draw(st.integers(-1, 2))) for _ in range(nsp)]
+    lhs_d = tuple(draw(st.integers(1, 2)) for _ in range(nsp))
+    rhs_d = tuple(draw(st.integers(1, 2)) for _ in range(nsp))
+    with shadowing() as seen:
+        try:
+            lax.conv_general_dilated(x, w, strides, pads, lhs_dilation=lhs_d,
+                                     rhs_dilation=rhs_d, feature_group_count=g,
+                                     batch_group_count=b)
+        except (ValueError, TypeError):  # an empty or invalid window: the primitive's error
+            return
+        window = (1, 1, *kernel)
+        for op in (lax.reduce_window_sum, lax.reduce_window_max, lax.reduce_window_min):
+            op(x, window, (1, 1, *strides), [(0, 0), (0, 0), *[(max(lo, 0), max(hi, 0))
+                                                                for lo, hi in pads]])
+    assert seen
