@@ -331,3 +331,8 @@ class FakeLib:
 
     def to_host(self, a):
         return np.asarray(a)
+
+    def close(self):
+        """End the fake streams' worker threads."""
+        for stream in self.nccl.streams.values():
+            stream.calls.put(None)

@@ -106,7 +106,9 @@ def operations(comm, dtype, seed=0):
 
 @pytest.fixture
 def lib():
-    return FakeLib()
+    fake = FakeLib()
+    yield fake
+    fake.close()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
