@@ -55,7 +55,10 @@ def matmul(a, b, out_dtype):
     if out_dtype.kind == "f" or out_dtype == BF16:
         if (xp is not np and out_dtype in (F16, BF16) and a.dtype == b.dtype == out_dtype
                 and half_accumulates_in_f32(out_dtype)):
-            return xp.matmul(a, b)  # cuBLAS: half in and out, float32 accumulation
+            try:
+                return xp.matmul(a, b)  # cuBLAS: half in and out, float32 accumulation
+            except TypeError:  # a CuPy whose matmul lacks the dtype: cast below
+                pass
         ct = F64 if out_dtype == F64 else F32
         out = xp.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False))
         return out.astype(out_dtype, copy=False)
