@@ -171,10 +171,10 @@ class ThreadCommunicator(Communicator):
         ufunc, x, r = _REDUCERS[op], np.asarray(x), self.rank
         _leading("reduce_scatter", x, self.size)
         if self.size == 1:
-            return x[0].copy()
+            return np.array(x[0])
 
         def compute(slots):
-            out = slots[0][r].copy()
+            out = np.array(slots[0][r])  # an array even where x[r] is 0-d
             for s in slots[1:]:
                 ufunc(out, s[r], out=out)
             return out

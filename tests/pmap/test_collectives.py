@@ -153,3 +153,11 @@ def test_all_gather_shapes_and_axes(n, rest, axis, tiled):
     fn = lambda v: lax.all_gather(v, "i", axis=axis, tiled=tiled)  # noqa: E731
     np.testing.assert_array_equal(np.asarray(mt.pmap(fn, "i")(x)),
                                   np.asarray(mt.vmap(fn, axis_name="i")(x)))
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_psum_scatter_to_a_scalar_per_device(n):
+    """A non-tiled psum_scatter of an (n,) operand leaves one 0-d value per device."""
+    x = rand(n, n)
+    got = mt.pmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(x)
+    np.testing.assert_allclose(np.asarray(got), x.sum(axis=0), rtol=1e-5)
