@@ -13,8 +13,8 @@ order):
   order, so they may differ from NumPy's in rounding). int64/uint64 add as uint64 (the same
   bits modulo 2**64); 8- and 16-bit integers in 32 bits, wrapped back; a dtype CuPy's
   atomics lack (complex, bool) goes the ranked way below.
-- scatter (replace), scatter_mul, scatter_min, scatter_max, and NumPy arrays: the ranked
-  way. A stable sort of the positions numbers each write by how many earlier writes hit the
+- scatter (replace) everywhere, and scatter_mul/min/max on CuPy: the ranked way (NumPy
+  arrays take NumPy's own `ufunc.at` for the combining scatters). A stable sort of the positions numbers each write by how many earlier writes hit the
   same position (its rank); round r applies every write of rank r, whose positions are
   distinct, as one fancy-index update. There are as many rounds as the largest
   multiplicity, and each position sees its writes in NumPy's order, so the result is

@@ -308,3 +308,46 @@ def test_on_host_is_the_numpy_kernel_for_numpy_buffers():
 
     out = kernels_common.on_host(kernel)(np.ones(3), k=2)
     assert calls == [np.ndarray] and [o.tolist() for o in out] == [[3.0] * 3, [2.0] * 3]
+
+
+# ---- the CuPy-only branches' decisions, with CuPy's entry points stubbed -------------------
+class _StubCupyx:
+    """cupyx.scatter_add as CuPy documents it: NumPy's add.at for the dtypes with CUDA
+    atomics, TypeError for the others. (Only the kernel's dtype handling is under test.)"""
+
+    @staticmethod
+    def scatter_add(a, idx, v):
+        if a.dtype not in (np.float32, np.float64, np.int32, np.uint32, np.uint64):
+            raise TypeError(f"no atomicAdd for {a.dtype}")
+        np.add.at(a, idx, v)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64,
+                                   np.float32, np.complex64, np.bool_])
+def test_atomic_add_reinterpretations(dtype, monkeypatch):
+    """int64 adds as uint64 and 8/16-bit integers in 32 bits give NumPy's wrapped sums;
+    complex and bool are left to the ranked rounds."""
+    monkeypatch.setitem(__import__("sys").modules, "cupyx", _StubCupyx)
+    rng = np.random.default_rng(0)
+    flat = rng.integers(0, 5, 40)
+    updates = (rng.integers(-2**62, 2**62, 40) if dtype in (np.int64, np.uint64)
+               else rng.integers(-200, 200, 40)).astype(dtype)
+    target = (np.arange(5) * 77).astype(dtype)
+    want = target.copy()
+    np.add.at(want, flat, updates)
+    got = target.copy()
+    done = kernels_indexing._atomic_add(np, got, flat, updates)
+    assert done == (dtype not in (np.complex64, np.bool_))
+    if done:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_half_products_use_cublas_f32_accumulation_by_default(monkeypatch):
+    """CuPy's default compute type accumulates float16/bfloat16 in float32; a half compute
+    type set by the user makes the kernel cast to float32 first."""
+    rl = pytest.importorskip("cupy._core._routines_linalg")
+    from mytorch.backends.cupy.kernels_dot import half_accumulates_in_f32
+
+    assert half_accumulates_in_f32(np.float16) and half_accumulates_in_f32(BF16)
+    monkeypatch.setattr(rl, "get_compute_type", lambda dtype: rl.COMPUTE_TYPE_FP16)
+    assert not half_accumulates_in_f32(np.float16)
