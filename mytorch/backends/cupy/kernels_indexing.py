@@ -14,9 +14,10 @@ order):
   bits modulo 2**64); 8- and 16-bit integers in 32 bits, wrapped back; a dtype CuPy's
   atomics lack (complex, bool) goes the ranked way below.
 - scatter (replace) everywhere, and scatter_mul/min/max on CuPy: the ranked way (NumPy
-  arrays take NumPy's own `ufunc.at` for the combining scatters). A stable sort of the positions numbers each write by how many earlier writes hit the
-  same position (its rank); round r applies every write of rank r, whose positions are
-  distinct, as one fancy-index update. There are as many rounds as the largest
+  arrays take NumPy's own `ufunc.at` for the combining scatters). A stable sort of the
+  positions numbers each write by how many earlier writes hit the same position (its
+  rank); round r applies every write of rank r, whose positions are distinct, as one
+  fancy-index update. There are as many rounds as the largest
   multiplicity, and each position sees its writes in NumPy's order, so the result is
   NumPy's bit for bit (last write wins for replace, products in order).
 float16/bfloat16 targets of combining scatters accumulate in float32 and round once.
