@@ -35,7 +35,7 @@ import numpy as np
 
 from mytorch.backends.cupy import codegen_reduce as red
 from mytorch.backends.cupy import expressions as cx
-from mytorch.backends.cupy.codegen_emit import Emitter, Index, literal  # noqa: F401
+from mytorch.backends.cupy.codegen_emit import Emitter, Index
 
 INT32_LIMIT = 2**31 - 1
 MAX_GRID = 8192  # blocks of a grid-stride launch

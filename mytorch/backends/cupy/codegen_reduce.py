@@ -4,7 +4,9 @@ The group's values have the reduction operand's shape S; the reduced axes R hold
 elements and the kept axes M outputs. Two schedules:
 
 - "thread": a thread per output (grid-stride over the M outputs), folding its Rn elements
-  in order; for short reductions (Rn <= THREAD_MAX_EXTENT), where a block would idle;
+  in order; for short reductions (Rn <= THREAD_MAX_EXTENT), where a block would idle, and
+  where the innermost axis is kept and there are at least THREAD_MIN_OUTPUTS outputs
+  (a column sum: neighbouring threads read neighbouring elements);
 - "block": a block per output (grid-stride over the outputs), each thread folding a strided
   share of the Rn elements, then a tree reduction in `__shared__` memory with
   `__syncthreads()` between levels (the block size is a power of two, fixed in the source).
@@ -24,6 +26,7 @@ from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as r
 
 THREAD_MAX_EXTENT = 64
+THREAD_MIN_OUTPUTS = 1024
 # reduction primitive: (combining elementwise primitive, identity by dtype kind)
 REDUCERS = {
     r.reduce_sum_p: ew.add_p, r.reduce_prod_p: ew.mul_p, r.reduce_max_p: ew.max_p,
@@ -94,7 +97,9 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
     rn = int(np.prod([shape[d] for d in axes], dtype=np.int64))
     kernel.out_size = m
     if strategy is None:
-        strategy = "thread" if rn <= THREAD_MAX_EXTENT else "block"
+        inner_kept = bool(kept) and kept[-1] == len(shape) - 1
+        strategy = "thread" if rn <= THREAD_MAX_EXTENT or (
+            inner_kept and m >= THREAD_MIN_OUTPUTS) else "block"
     if strategy not in ("thread", "block"):
         raise ValueError(f"fused reduction: strategy must be 'thread' or 'block', got "
                          f"{strategy!r}")
@@ -144,7 +149,8 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
     lines += ["    }", "    sdata[threadIdx.x] = acc;", "    __syncthreads();",
               "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {",
               "      if (threadIdx.x < s) {",
-              f"        sdata[threadIdx.x] = {fold.format('sdata[threadIdx.x]', 'sdata[threadIdx.x + s]')};",
+              "        sdata[threadIdx.x] = "
+              f"{fold.format('sdata[threadIdx.x]', 'sdata[threadIdx.x + s]')};",
               "      }", "      __syncthreads();", "    }",
               f"    if (threadIdx.x == 0) out{k_out}[o] = {final};",
               "    __syncthreads();  /* sdata[0] is read before the next output reuses it */",

@@ -11,6 +11,7 @@ import pytest
 import mytorch as mt
 from mytorch import lax
 from mytorch.backends.cupy import codegen, fusion
+from mytorch.backends.cupy.codegen_emit import literal
 from mytorch.backends.cupy import twin as twin_mod
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Var
@@ -174,12 +175,12 @@ def test_module_source_holds_the_prelude_once_and_each_kernel_once():
 
 
 def test_literals_are_exact_constants():
-    assert codegen.literal(0.1, F32) == "mt_f32_from(0x3dcccccdu)"
-    assert codegen.literal(-np.inf, np.float64) == "mt_f64_from(0xfff0000000000000ULL)"
-    assert codegen.literal(-1, np.int64) == ("((long long)(unsigned long long)"
+    assert literal(0.1, F32) == "mt_f32_from(0x3dcccccdu)"
+    assert literal(-np.inf, np.float64) == "mt_f64_from(0xfff0000000000000ULL)"
+    assert literal(-1, np.int64) == ("((long long)(unsigned long long)"
                                              "0xffffffffffffffffULL)")
-    assert codegen.literal(True, np.bool_) == "true"
-    assert codegen.literal(1 - 2j, np.complex64) == ("mt_mk_c64(mt_f32_from(0x3f800000u), "
+    assert literal(True, np.bool_) == "true"
+    assert literal(1 - 2j, np.complex64) == ("mt_mk_c64(mt_f32_from(0x3f800000u), "
                                                      "mt_f32_from(0xc0000000u))")
 
 

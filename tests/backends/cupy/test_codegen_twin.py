@@ -113,23 +113,29 @@ def check_close(want, got, what, approx=True, reduced=False):
                                equal_nan=True, err_msg=what)
 
 
-def check_plan(runtime, jaxpr, consts, args, grid=None, exact=False, **kernel_options):
-    """Plan `jaxpr`, run each fused group on the twin on reference inputs, compare with
-    the reference outputs. Returns the steps."""
-    steps = fusion.plan(jaxpr, **kernel_options)
-    env = reference_env(jaxpr, consts, args)
-    fns = compile_steps(runtime, steps)
-    for step in steps:
-        if not isinstance(step, fusion.Fused):
-            continue
-        ins = [host(env[v]) for v in step.invars]
-        outs = step.kernel.run(fns, np, ins, grid=grid)
-        reduced = step.kernel.strategy != "elementwise"
-        approx = not exact or reduced
-        for v, got in zip(step.outvars, outs, strict=True):
-            check_close(host(env[v]), got, f"{step.kernel.name} -> {v.aval.str_short()}",
-                        approx=approx, reduced=reduced)
-    return steps
+def check_plans(runtime, cases, grid=None, exact=False, **kernel_options):
+    """Plan each (jaxpr, consts, args) of `cases`, compile all their fused kernels as one
+    module, run each group on the twin on reference inputs and compare with the reference
+    outputs. Returns the plans."""
+    plans = [(fusion.plan(jaxpr, **kernel_options), reference_env(jaxpr, consts, args))
+             for jaxpr, consts, args in cases]
+    fns = compile_steps(runtime, [s for steps, _ in plans for s in steps])
+    for steps, env in plans:
+        for step in steps:
+            if not isinstance(step, fusion.Fused):
+                continue
+            ins = [host(env[v]) for v in step.invars]
+            outs = step.kernel.run(fns, np, ins, grid=grid)
+            reduced = step.kernel.strategy != "elementwise"
+            for v, got in zip(step.outvars, outs, strict=True):
+                check_close(host(env[v]), got, f"{step.kernel.name} -> {v.aval.str_short()}",
+                            approx=not exact or reduced, reduced=reduced)
+    return [steps for steps, _ in plans]
+
+
+def check_plan(runtime, jaxpr, consts, args, grid=None, **kernel_options):
+    """check_plans of one jaxpr: its steps."""
+    return check_plans(runtime, [(jaxpr, consts, args)], grid, **kernel_options)[0]
 
 
 def trace(f, *args):
@@ -259,10 +265,9 @@ def _broadcast_corpus(rng):
 
 def test_broadcast_convert_and_multi_output_chains_match_numpy(runtime):
     rng = np.random.default_rng(1)
-    for f, args in _broadcast_corpus(rng):
-        jaxpr, consts = trace(f, *args)
-        steps = check_plan(runtime, jaxpr, consts, args)
-        assert any(isinstance(s, fusion.Fused) for s in steps) or not jaxpr.eqns
+    cases = [(*trace(f, *args), args) for f, args in _broadcast_corpus(rng)]
+    for steps in check_plans(runtime, cases):
+        assert any(isinstance(s, fusion.Fused) for s in steps)
 
 
 # ---- reductions ending a group --------------------------------------------------------------
@@ -292,14 +297,11 @@ REDUCTIONS = [
 @pytest.mark.parametrize("strategy", [None, "thread", "block"])
 def test_reductions_ending_a_group_match_numpy(runtime, strategy, x64):
     rng = np.random.default_rng(2)
-    fused = 0
-    for f, dt, shape in REDUCTIONS:
-        x = values(dt, shape, rng)
-        jaxpr, consts = trace(f, x)
-        steps = check_plan(runtime, jaxpr, consts, [x], reduce_strategy=strategy,
-                           reduce_block=32)
-        fused += sum(s.kernel.strategy != "elementwise" for s in steps
-                     if isinstance(s, fusion.Fused))
+    xs = [values(dt, shape, rng) for _, dt, shape in REDUCTIONS]
+    cases = [(*trace(f, x), [x]) for (f, _, _), x in zip(REDUCTIONS, xs, strict=True)]
+    plans = check_plans(runtime, cases, reduce_strategy=strategy, reduce_block=32)
+    fused = sum(s.kernel.strategy != "elementwise" for steps in plans for s in steps
+                if isinstance(s, fusion.Fused))
     assert fused >= len(REDUCTIONS) - 2
 
 
@@ -321,20 +323,19 @@ def test_softmax_group_stores_its_elementwise_value_beside_the_sum(runtime):
 def test_grid_stride_loops_cover_everything_with_one_block(runtime):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((33, 70)).astype(np.float32)
-    for f in (lambda x: mt.numpy.tanh(x) * 2.0 + 1.0, lambda x: x[:, :69] * 3.0,
-              lambda x: mt.numpy.sum(x * x, axis=1), lambda x: mt.numpy.sum(x, axis=0)):
-        jaxpr, consts = trace(f, x)
-        for strategy in ("thread", "block"):
-            check_plan(runtime, jaxpr, consts, [x], grid=1, reduce_strategy=strategy,
-                       reduce_block=16)
+    cases = [(*trace(f, x), [x]) for f in (
+        lambda x: mt.numpy.tanh(x) * 2.0 + 1.0, lambda x: x[:, :69] * 3.0,
+        lambda x: mt.numpy.sum(x * x, axis=1), lambda x: mt.numpy.sum(x, axis=0))]
+    for strategy in ("thread", "block"):
+        check_plans(runtime, cases, grid=1, reduce_strategy=strategy, reduce_block=16)
 
 
 def test_64_bit_indices_forced_on_a_small_size_and_chosen_above_2_31(runtime):
     x = np.random.default_rng(5).standard_normal((6, 45)).astype(np.float32)
-    for f in (lambda x: mt.numpy.exp(x) + mt.numpy.sum(x, axis=0), lambda x: x.T * 2.0 + 1.0,
-              lambda x: mt.numpy.sum(mt.numpy.cos(x), axis=1)):
-        jaxpr, consts = trace(f, x)
-        steps = check_plan(runtime, jaxpr, consts, [x], index64=True)
+    cases = [(*trace(f, x), [x]) for f in (
+        lambda x: mt.numpy.exp(x) + mt.numpy.sum(x, axis=0), lambda x: x.T * 2.0 + 1.0,
+        lambda x: mt.numpy.sum(mt.numpy.cos(x), axis=1))]
+    for steps in check_plans(runtime, cases, index64=True):
         for s in steps:
             if isinstance(s, fusion.Fused):
                 assert s.kernel.index64 and "long long i" in s.kernel.source.replace(
@@ -385,8 +386,6 @@ def _inner(closed):
 
 
 def _check_step(runtime, step, args):
-    flat = [host(x) if host(x) is not None and host(x).dtype != object else x
-            for x in mt.tree_util.tree_leaves(args)]
     closed = mt.make_jaxpr(step)(*args)
     jaxpr, consts = _inner(closed)
     flat = [x._buf if hasattr(x, "_buf") else x for x in mt.tree_util.tree_leaves(args)]
