@@ -304,10 +304,10 @@ def _while(cond, body, *args, cond_nconsts, body_nconsts, **params):
     return carry
 
 
-def _cond(branches, index, *args, **params):
+def _cond(compiled, index, *args, **params):
     """The branch the index (read back from the device, clamped) names."""
-    i = min(max(int(index), 0), len(branches) - 1)
-    return branches[i].run(*args)
+    i = min(max(int(index), 0), len(compiled) - 1)
+    return compiled[i].run(*args)
 
 
 # ---- collectives (buffers on the device; communicator semantics of communicator.py) -------
