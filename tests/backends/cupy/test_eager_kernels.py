@@ -11,6 +11,7 @@ the gpu-marked suite in tests/gpu; nothing here runs on one.
 """
 
 import ast
+import importlib
 import pathlib
 
 import ml_dtypes
@@ -351,3 +352,42 @@ def test_half_products_use_cublas_f32_accumulation_by_default(monkeypatch):
     assert half_accumulates_in_f32(np.float16) and half_accumulates_in_f32(BF16)
     monkeypatch.setattr(rl, "get_compute_type", lambda dtype: rl.COMPUTE_TYPE_FP16)
     assert not half_accumulates_in_f32(np.float16)
+
+
+def _xp_names(tree):
+    """Every dotted name `xp.a.b` (also `self.xp.a`) a kernel module uses."""
+    out = set()
+    for node in ast.walk(tree):
+        chain, f = [], node
+        while isinstance(f, ast.Attribute):
+            chain.append(f.attr)
+            f = f.value
+        if isinstance(f, ast.Name) and f.id == "self" and chain and chain[-1] == "xp":
+            chain.pop()
+            f = ast.Name(id="xp")
+        if isinstance(f, ast.Name) and f.id == "xp" and chain:
+            out.add(".".join(reversed(chain)))
+    return out
+
+
+def test_cupy_has_every_function_the_kernels_call():
+    """Each `xp.<name>` the kernels use exists in the installed CuPy (no device needed);
+    array methods are not checked."""
+    cupy = pytest.importorskip("cupy")
+    # and the names kernels look up by string or call through xp_of(...)
+    names = {"squeeze", "prod", "min", "argmin", "multiply", "fft.fftn", "fft.ifftn",
+             "fft.rfftn", "fft.irfftn", "lib.stride_tricks.sliding_window_view"}
+    for f in KERNEL_DIR.glob("kernels_*.py"):
+        names |= _xp_names(ast.parse(f.read_text()))
+    missing = []
+    importlib.import_module("cupy.lib.stride_tricks")
+    for name in sorted(names):
+        obj = cupy
+        for i, part in enumerate(name.split(".")):
+            if isinstance(obj, type(cupy)) or i == 0:
+                if not hasattr(obj, part):
+                    missing.append(name)
+                    break
+                obj = getattr(obj, part)
+    assert len(names) > 40
+    assert not missing, f"not in CuPy {cupy.__version__}: {missing}"
