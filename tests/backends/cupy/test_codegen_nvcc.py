@@ -47,7 +47,7 @@ def corpus_kernels():
     kernels = [fusion.elementwise_kernel(p, a, k) for p, a, k in corpus.elementwise_cases()]
     rng = np.random.default_rng(0)
     for f, args in corpus._broadcast_corpus(rng):
-        kernels += _kernels_of(f, *args)
+        kernels += _kernels_of(f, *args) + _kernels_of(f, *args, index64=True)
     mt.config.update("enable_x64", True)
     try:
         for f, dt, shape in corpus.REDUCTIONS:
