@@ -9,16 +9,16 @@ coordinates of its operand (0 on broadcast dims), a reshape at the coordinates o
 row-major position in its operand, a group input loaded at its row-major offset (strides
 and shapes are constants folded into the source). Only the group's outputs are stored.
 
-    extern "C" __global__ void mt_exp_add_1f3a2b9c0d(const float* __restrict__ in0,
-        const float* __restrict__ in1, float* __restrict__ out0) {
-      /* f32[3,4]: exp, broadcast_in_dim, add */
-      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < 12; i += blockDim.x * gridDim.x) {
-        const int c0 = i % 4;
+    extern "C" __global__ void mt_exp_broadcast_in_dim_add_d20d7e3ac7(
+        const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
+      /* [3,5]: exp, broadcast_in_dim, add */
+      for (int i = (int)blockIdx.x * blockDim.x + threadIdx.x; i < 15; i += ...) {
         const float v0 = in0[i];  /* load in0 */
         const float v1 = expf(v0);  /* exp */
-        const float v2 = in1[c0];  /* load in1 */
-        const float v3 = (v1 + v2);  /* add */
-        out0[i] = v3;
+        const float v2 = in1[i % 5];  /* load in1 */
+        const float v3 = v2;  /* broadcast_in_dim */
+        const float v4 = (v1 + v3);  /* add */
+        out0[i] = v4;
       }
     }
 

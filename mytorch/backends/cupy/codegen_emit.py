@@ -24,6 +24,11 @@ class Index:
         return ("L", self.linear) if self.linear is not None else ("D", self.dims)
 
 
+def _atom(c):
+    """`c` parenthesised unless it is a name or a number."""
+    return c if c.replace("_", "").isalnum() or c.startswith("(") else f"({c})"
+
+
 def strides(shape):
     """Row-major element strides of `shape`."""
     out, acc = [], 1
@@ -58,23 +63,23 @@ class Emitter:
         return self.decompose(index.linear, index.shape)
 
     def decompose(self, lin, shape):
-        """Row-major coordinates of the linear offset `lin` in `shape`."""
+        """Row-major coordinates of the linear offset `lin` in `shape` (C expressions)."""
         out, st_ = [], strides(shape)
         for d, (size, stride) in enumerate(zip(shape, st_, strict=True)):
             if size == 1:
                 out.append("0")
                 continue
             e = lin if stride == 1 else f"{lin} / {stride}"
-            if d > 0 and any(s != 1 for s in shape[:d]):
-                e = f"({e}) % {size}" if stride != 1 else f"{e} % {size}"
-            out.append(e if e == lin else self._temp(e))
+            if any(s != 1 for s in shape[:d]):  # an outer dim wraps this one
+                e = f"{e} % {size}" if stride == 1 else f"({e}) % {size}"
+            out.append(e if stride == 1 else f"({e})")
         return tuple(out)
 
     def linear(self, index):
         """The row-major linear offset of `index` (a C expression)."""
         if index.linear is not None:
             return index.linear
-        terms = [c if s == 1 else f"{c} * {s}"
+        terms = [c if s == 1 else f"{_atom(c)} * {s}"
                  for c, size, s in zip(index.dims, index.shape, strides(index.shape),
                                        strict=True) if size != 1 and c != "0"]
         if not terms:
