@@ -11,17 +11,22 @@
 
 Fusable equations: elementwise primitives on the dtypes that have a CUDA expression
 (expressions.py), `add_any`, `zeros`, `broadcast_in_dim`, reshapes that keep the row-major
-order (`reshape` without `dimensions`, `squeeze`) and `iota`. Every value a group computes has the
-group's iteration shape S, so all of its outputs share that shape (a value of another shape
-starts another group); a reduction (sum, product, max, min, and, or, xor) of a value of
-shape S may end the group, whose outputs are then the reduction's result and any values of
-shape S read after it. Equations with effects never fuse.
+order (`reshape` without `dimensions`, `squeeze`) and `iota`. A group has an iteration
+shape S and all of its outputs have that shape (a value of another shape starts another
+group, which may later be computed inside its readers, below); a reduction (sum, product,
+max, min, and, or, xor) of a value of shape S may end the group, whose outputs are then the
+reduction's result and any values of shape S read after it. Equations with effects never fuse.
 
 Grouping is greedy in program order: a fusable equation joins the group of one of its
 operands' producers when the shapes agree, the group is not ended by a reduction, and
 joining creates no cycle between steps (no path from the group to the equation through
-another step); otherwise it starts a group. Steps are then ordered topologically, each as
-early as the program order allows.
+another step), and the other producers' groups of that shape merge with it on the same
+condition; otherwise it starts a group. Then a group whose values are read only by
+other groups (not ended by a reduction, holding no jaxpr output) is computed inside its
+readers: inside its one reader (a reshape to another shape, a row vector broadcast into a
+matrix), or, when 0-d, inside each of its readers (a learning rate read by every parameter's
+update); nothing of it is stored. Steps are then ordered topologically, each as early as
+the program order allows.
 """
 
 import dataclasses
@@ -145,7 +150,37 @@ def plan(jaxpr, **kernel_options):
         for v in eqn.outvars:
             if type(v) is Var:
                 node_of[v] = node
-    return _schedule(jaxpr, eqns, groups, deps, first, node_of, kernel_options)
+    _inline_producers(groups, deps, first, {node_of[v] for v in jaxpr.outvars
+                                            if type(v) is Var and v in node_of})
+    return _schedule(jaxpr, eqns, groups, deps, first, kernel_options)
+
+
+def _inline_producers(groups, deps, first, out_nodes):
+    """Fold a group whose values are read only by other groups into them: its equations
+    are computed inside each reader at the reader's coordinates (a value of a smaller shape
+    is recomputed per element that reads it), so nothing of it is stored. A group read by
+    one group is folded into it; a 0-d group into every group that reads it. Groups ended by
+    a reduction, read by a non-fused step or holding a jaxpr output stay."""
+    users = {n: set() for n in deps}
+    for n, ds in deps.items():
+        for d in ds:
+            users[d].add(n)
+    for p in sorted(groups, key=lambda n: first[n]):
+        g = groups[p]
+        readers = users[p]
+        if g.closed or p in out_nodes or not readers or any(u not in groups for u in readers):
+            continue
+        if len(readers) > 1 and g.shape != ():
+            continue
+        for u in readers:
+            groups[u].eqns = sorted(set(groups[u].eqns) | set(g.eqns), key=lambda q: q[0])
+            deps[u] = (deps[u] - {p}) | deps[p]
+            first[u] = min(first[u], first[p])
+            for d in deps[p]:
+                users[d].add(u)
+        for d in deps.pop(p):
+            users[d].discard(p)
+        del groups[p], users[p], first[p]
 
 
 def _merge(groups, deps, first, node_of, src, dst):
@@ -181,24 +216,26 @@ def _reaches(deps, start, goal):
     return False
 
 
-def _schedule(jaxpr, eqns, groups, deps, first, node_of, kernel_options):
+def _schedule(jaxpr, eqns, groups, deps, first, kernel_options):
     users = {n: set() for n in deps}
     for n, ds in deps.items():
         for d in ds:
             users[d].add(n)
-    read_by = {}  # Var -> nodes reading it
-    for n in deps:
-        for eqn in ([e for _, e in groups[n].eqns] if n in groups else [eqns[n[1]]]):
+    read_by = {}  # Var -> nodes reading it without computing it (an inlined value is
+    for n in deps:  # computed by each group that reads it)
+        inner = [e for _, e in groups[n].eqns] if n in groups else [eqns[n[1]]]
+        defined = {v for e in inner for v in e.outvars}
+        for eqn in inner:
             for v in eqn.invars:
-                if type(v) is Var:
+                if type(v) is Var and v not in defined:
                     read_by.setdefault(v, set()).add(n)
     outs = {v for v in jaxpr.outvars if type(v) is Var}
     waiting = {n: len(ds) for n, ds in deps.items()}
-    ready = [(first[n], n) for n, k in waiting.items() if k == 0]  # first[n] is unique
+    ready = [(first[n], str(n), n) for n, k in waiting.items() if k == 0]
     heapq.heapify(ready)
     steps = []
     while ready:
-        _, n = heapq.heappop(ready)
+        _, _, n = heapq.heappop(ready)
         if n in groups:
             step = _fused(groups[n], read_by, outs, kernel_options)
             if step is not None:
@@ -208,7 +245,7 @@ def _schedule(jaxpr, eqns, groups, deps, first, node_of, kernel_options):
         for u in users[n]:
             waiting[u] -= 1
             if waiting[u] == 0:
-                heapq.heappush(ready, (first[u], u))
+                heapq.heappush(ready, (first[u], str(u), u))
     assert len(steps) <= len(deps) and all(k == 0 for k in waiting.values()), "fusion cycle"
     return steps
 

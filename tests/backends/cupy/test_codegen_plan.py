@@ -49,9 +49,13 @@ def check_dataflow(jaxpr, steps):
         defined |= set(s.outvars if isinstance(s, fusion.Fused) else s.eqn.outvars)
     for v in jaxpr.outvars:
         assert type(v) is not Var or v in defined
-    live = {id(e) for e in planned}
-    # every equation whose result is used somewhere is planned exactly once
-    assert len(live) == len(planned)
+    # an equation is planned once, unless it computes a 0-d value that several groups
+    # compute for themselves (an inlined scalar)
+    counts = {}
+    for e in planned:
+        counts[id(e)] = counts.get(id(e), 0) + 1
+    for e in planned:
+        assert counts[id(e)] == 1 or all(v.aval.shape == () for v in e.outvars), e
 
 
 def test_a_chain_with_broadcast_and_trailing_sum_is_one_kernel():
@@ -115,6 +119,23 @@ def test_values_of_other_shapes_and_reduction_results_start_new_groups():
     jaxpr, steps = plan_of(f, np.ones((3, 4), F32), np.ones((5,), F32))
     groups = sorted(k[1] for k in kinds(steps))
     assert groups == [["exp", "reduce_sum"], ["mul", "add"], ["tanh", "mul"]]
+    check_dataflow(jaxpr, steps)
+
+
+def test_groups_read_only_by_other_groups_are_computed_inside_them():
+    def f(x, v, s):
+        y = (x + 1.0).reshape(4, 3) * 3.0        # [3,4] -> [4,3]: one kernel
+        row = mt.numpy.exp(v)                     # [3], read only by the next group
+        t = s * 2.0                               # 0-d, read by two groups
+        return y * t, x * row[:, None] + t
+
+    jaxpr, steps = plan_of(f, np.ones((3, 4), F32), np.ones(3, F32), np.float32(2))
+    assert all(isinstance(st, fusion.Fused) for st in steps) and len(steps) == 2
+    shapes = sorted(st.kernel.shape for st in steps)
+    assert shapes == [(3, 4), (4, 3)]
+    scalar = next(e for e in jaxpr.eqns if e.outvars[0].aval.shape == ())
+    assert all(scalar in st.eqns for st in steps)   # computed by both
+    assert all(len(st.outvars) == 1 for st in steps)
     check_dataflow(jaxpr, steps)
 
 
