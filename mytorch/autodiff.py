@@ -421,7 +421,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
             )
         a = aval_of(leaves[0])
         _check_output(a, what, holomorphic, "mt.vjp")
-        one = scalar_array(1, a.dtype)  # keeps a 64-bit dtype made while x64 was on
+        # on the output's device (the backward pass runs where the seed is); the dtype
+        # keeps a 64-bit dtype made while x64 was on
+        one = scalar_array(1, a.dtype, getattr(leaves[0], "_device", None))
         g = vjp_fn(tree_util.tree_unflatten(tree_util.tree_structure(out), [one]))
         g = _like_primals(g, diff)
         g = g[0] if single else g

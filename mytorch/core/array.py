@@ -226,8 +226,9 @@ def from_numpy(value, dtype=None, weak_type=False, device=None, explicit=False):
     return ArrayImpl(buf, weak_type, device)
 
 
-def scalar_array(x, dtype=None):
-    """A 0-d array for a Python scalar: weakly typed unless `dtype` is given.
+def scalar_array(x, dtype=None, device=None):
+    """A 0-d array for a Python scalar on `device` (default: the default device): weakly
+    typed unless `dtype` is given.
 
     A given 64-bit `dtype` is kept even without x64: it comes from an operand made while
     x64 was on (an int64 array meeting a Python int), whose dtype the scalar must match.
@@ -237,10 +238,10 @@ def scalar_array(x, dtype=None):
     else:
         dtype, weak = dtypes.to_dtype(dtype), False
         if not dtypes.is_canonical(dtype):
-            device = default_device()
+            device = device if device is not None else default_device()
             return ArrayImpl(device.backend.put(np.asarray(x, dtype=dtype), device), False,
                              device)
-    return from_numpy(np.asarray(x, dtype=dtype), dtype, weak)
+    return from_numpy(np.asarray(x, dtype=dtype), dtype, weak, device)
 
 
 _PY_SCALARS = (bool, int, float, complex)

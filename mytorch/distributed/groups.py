@@ -14,7 +14,8 @@ def endpoints(devices, axis_name):
     Devices spanning processes: the MPI endpoints (`mytorch.distributed.mpi.mpi_endpoints`,
     one device per process)."""
     devices = tuple(devices)
-    if devices and all(d.platform == "gpu" for d in devices):
+    if devices and all(d.platform == "gpu" and getattr(d.backend, "uses_nccl", True)
+                       for d in devices):
         from mytorch.distributed.nccl import nccl_endpoints
 
         return nccl_endpoints(devices)

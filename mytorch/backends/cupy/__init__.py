@@ -47,13 +47,14 @@ def _probe():
 register_probe("gpu", _probe)
 
 
-def use_twin():
-    """Make the "gpu" platform the CPU twin of the GPU backend (NumPy buffers, generated
-    CUDA kernels built by the host C++ compiler); returns its devices. For testing the
-    backend without a GPU: nothing it runs stands for a GPU run."""
+def use_twin(count=1):
+    """Make the "gpu" platform the CPU twin of the GPU backend with `count` devices (NumPy
+    buffers, generated CUDA kernels built by the host C++ compiler, pmap's replicas on
+    threads with the thread communicator); returns its devices. For testing the backend
+    without a GPU: nothing it runs stands for a GPU run."""
     from mytorch.backends.cupy.backend import CupyBackend
 
-    register_backend(CupyBackend(_TwinDevice()))
+    register_backend(CupyBackend(_TwinDevice(count)))
     return _BACKENDS["gpu"].devices()
 
 
@@ -63,15 +64,16 @@ def stop_twin():
     register_probe("gpu", _probe)
 
 
-def _TwinDevice():  # noqa: N802  (a factory: twin.py is imported only when asked for)
+def _TwinDevice(count):  # noqa: N802  (a factory: twin.py is imported only when asked for)
     from mytorch.backends.cupy.twin import TwinRuntime
 
     class TwinDevice(TwinRuntime):
-        """The twin runtime as one device: no device contexts, no memory pool, and a
-        "graph" that replays by running the program again into the captured buffers."""
+        """The twin runtime as `count` devices sharing the host: no device contexts, no
+        memory pool, and a "graph" that replays by running the program again into the
+        captured buffers."""
 
         def device_count(self):
-            return 1
+            return count
 
         def on_device(self, ordinal):
             return contextlib.nullcontext()

@@ -21,6 +21,7 @@ from mytorch.backends.cupy import fusion
 from mytorch.backends.cupy.codegen import module_source
 from mytorch.backends.cupy.expressions import has_expression
 from mytorch.backends.cupy.kernels import KERNELS
+from mytorch.backends.cupy.kernels_common import array_module
 from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import Backend, Device, get_backend
 from mytorch.core.jaxpr import params_key
@@ -36,6 +37,9 @@ class CupyBackend(Backend):
         from mytorch.backends.cupy import kernels_all  # noqa: F401  (registers KERNELS)
 
         self.runtime, self.xp = runtime, runtime.xp
+        # pmap's communicators: NCCL between GPUs; the twin's replicas share the host and
+        # exchange NumPy buffers through the thread communicator
+        self.uses_nccl = runtime.name == "cuda"
         self._devices = [Device("gpu", i, self) for i in range(runtime.device_count())]
         self._elementwise = {}  # (prim, operand avals, params) -> (FusedKernel, launchers)
         self._wrapped = {}  # prim -> its eager kernel run on the operands' device
@@ -146,12 +150,15 @@ class CupyBackend(Backend):
         return run
 
     def _on_operands_device(self, fn):
+        """`fn` run with its operands' device current (operands on the host copied there
+        first), kernels without operands (iota, zeros) allocating with the runtime's array
+        module."""
         rt, xp = self.runtime, self.xp
         ndarray = xp.ndarray
 
         def run(*bufs, **params):
             ordinal = next((rt.device_of(b) for b in bufs if type(b) is ndarray), 0)
-            with rt.on_device(ordinal):
+            with rt.on_device(ordinal), array_module(xp):
                 bufs = [b if type(b) is ndarray else xp.asarray(b) for b in bufs]
                 return fn(*bufs, **params)
 

@@ -25,6 +25,7 @@ import functools
 import numpy as np
 
 from mytorch.backends.cupy import codegen, fusion
+from mytorch.backends.cupy.kernels_common import array_module
 from mytorch.core.backend import get_backend
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.core.source_info import user_error
@@ -225,7 +226,7 @@ class Program:
         env[:nc] = self.consts
         env[nc:nc + len(bufs)] = bufs
         del bufs
-        with self.rt.on_device(self.ordinal):
+        with self.rt.on_device(self.ordinal), array_module(self.xp):
             for op, free in zip(self.ops, self.frees):
                 op(env)
                 for i in free:
@@ -240,7 +241,7 @@ class Program:
         nc = len(self.consts)
         env[:nc] = self.consts
         env[nc:nc + len(bufs)] = bufs
-        with self.rt.on_device(self.ordinal):
+        with self.rt.on_device(self.ordinal), array_module(self.xp):
             for op in self.ops:
                 op(env)
             return [r(env) for r in self.outs], env

@@ -165,3 +165,29 @@ def test_char_gpt_steps_match_the_cpu(twin):
         return losses
 
     np.testing.assert_allclose(run(twin), run(CPU()), rtol=1e-5)
+
+
+def test_pmap_on_two_twin_devices_matches_one_device(twin2):
+    """Collectives in the GPU compiler (the twin's replicas exchange through the thread
+    communicator, where GPUs use NCCL) and a data-parallel gradient step."""
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((3, 2)).astype(np.float32)
+    x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+
+    def loss(w, xb):
+        return mnp.mean(mnp.tanh(xb @ w) ** 2)
+
+    def step(w, xb):
+        g = mt.lax.pmean(mt.grad(loss)(w, xb), "i")
+        return w - 0.5 * g, mt.lax.all_gather(mnp.sum(xb), "i"), mt.lax.ppermute(
+            xb[0, 0], "i", [(0, 1), (1, 0)])
+
+    new_w, sums, swapped = mt.pmap(step, axis_name="i", in_axes=(None, 0),
+                                   devices=twin2)(w, x)
+    assert new_w.devices() == set(twin2)
+    wc, xc = on(CPU(), (w, x))
+    full = mt.grad(lambda w: (loss(w, xc[0]) + loss(w, xc[1])) / 2)(wc)
+    same(new_w[0], w - 0.5 * np.asarray(full), rtol=1e-5)
+    same(new_w[1], new_w[0])
+    np.testing.assert_allclose(np.asarray(sums[0]), x.sum(axis=(1, 2)), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(swapped), x[::-1, 0, 0])
