@@ -25,8 +25,9 @@ condition; otherwise it starts a group. Then a group whose values are read only 
 other groups (not ended by a reduction, holding no jaxpr output) is computed inside its
 readers: inside its one reader (a reshape to another shape, a row vector broadcast into a
 matrix), or, when 0-d, inside each of its readers (a learning rate read by every parameter's
-update); nothing of it is stored. Steps are then ordered topologically, each as early as
-the program order allows.
+update); nothing of it is stored. A group left with nothing but reshapes (squeezes,
+broadcasts that only add size-1 dims) stays a list of Eqn steps: the backend runs them as
+views. Steps are then ordered topologically, each as early as the program order allows.
 """
 
 import dataclasses
@@ -237,9 +238,7 @@ def _schedule(jaxpr, eqns, groups, deps, first, kernel_options):
     while ready:
         _, _, n = heapq.heappop(ready)
         if n in groups:
-            step = _fused(groups[n], read_by, outs, kernel_options)
-            if step is not None:
-                steps.append(step)
+            steps += _fused(groups[n], read_by, outs, kernel_options)
         else:
             steps.append(Eqn(eqns[n[1]]))
         for u in users[n]:
@@ -250,9 +249,21 @@ def _schedule(jaxpr, eqns, groups, deps, first, kernel_options):
     return steps
 
 
+def _layout_only(eqn):
+    """Whether `eqn` only renames the shape of a row-major buffer (a view, not a kernel)."""
+    prim = eqn.primitive
+    if prim in (st.reshape_p, st.squeeze_p):
+        return True
+    return prim is st.broadcast_in_dim_p and (
+        eqn.invars[0].aval.size == eqn.outvars[0].aval.size)
+
+
 def _fused(group, read_by, outs, kernel_options):
-    """The Fused step of `group`, or None when none of its values is read after it."""
+    """The steps of `group`: its Fused step; none when none of its values is read after it;
+    its equations as they are when they only reshape (the backend runs them as views)."""
     eqns = [e for _, e in group.eqns]
+    if all(_layout_only(e) for e in eqns):
+        return [Eqn(e) for e in eqns]
     defined = {v for e in eqns for v in e.outvars}
     invars, seen = [], set()
     for e in eqns:
@@ -263,10 +274,9 @@ def _fused(group, read_by, outs, kernel_options):
     outvars = [v for e in eqns for v in e.outvars
                if type(v) is Var and (v in outs or read_by.get(v, set()) - {group.id})]
     if not outvars:
-        return None
+        return []
     kernel = FusedKernel(eqns, invars, outvars, **kernel_options)
-    return Fused(kernel, invars, outvars, eqns)
-
+    return [Fused(kernel, invars, outvars, eqns)]
 
 
 def elementwise_kernel(prim, in_avals, params):

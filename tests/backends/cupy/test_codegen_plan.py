@@ -139,6 +139,16 @@ def test_groups_read_only_by_other_groups_are_computed_inside_them():
     check_dataflow(jaxpr, steps)
 
 
+def test_a_reshape_read_by_a_non_fused_op_stays_an_equation():
+    def f(x, w):
+        return x.reshape(12) @ w, mt.numpy.expand_dims(x, 0) @ w.reshape(1, 4, 3)
+
+    jaxpr, steps = plan_of(f, np.ones((3, 4), F32), np.ones(12, F32))
+    assert not any(isinstance(s, fusion.Fused) for s in steps)
+    assert {"reshape", "broadcast_in_dim", "dot_general"} <= {k[1] for k in kinds(steps)}
+    check_dataflow(jaxpr, steps)
+
+
 def test_transposes_and_unsupported_ops_are_not_fused():
     def f(x):
         return mt.numpy.cumsum(x.T * 2.0, axis=0), lax.reshape(x, (4, 3), (1, 0))
