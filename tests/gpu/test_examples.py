@@ -23,6 +23,25 @@ def load(name):
     return test_examples.load(name)
 
 
+def assert_params_track(got, want, device, max_move):
+    """The trained parameters agree: all on `device`, at least 99 % of all entries within
+    (1e-4, 1e-5), and every entry within `max_move`. Adam moves an entry by about the
+    learning rate per step whatever its gradient's size, so where a gradient is 0 up to
+    rounding (a key projection's bias under softmax, for one) the direction of that entry's
+    steps is noise: `max_move` is twice the sum of the learning rates of the steps."""
+    assert mt.tree_util.tree_structure(got) == mt.tree_util.tree_structure(want)
+    close, total = 0, 0
+    for i, (g, w) in enumerate(zip(mt.tree_util.tree_leaves(got),
+                                   mt.tree_util.tree_leaves(want), strict=True)):
+        assert g.device == device, f"parameter {i} lives on {g.device}"
+        g, w = np.asarray(g, np.float32), np.asarray(w, np.float32)
+        err = np.abs(g - w)
+        assert err.max() <= max_move, f"parameter {i} differs by {err.max():.3g}"
+        close += int((err <= 1e-5 + 1e-4 * np.abs(w)).sum())
+        total += w.size
+    assert close >= 0.99 * total, f"{total - close} of {total} parameter entries differ"
+
+
 def _train(step, state, batches, device):
     """Run `step(*state, *batch) -> (*state, loss)` over `batches` on `device`; returns
     (the losses, the final state)."""
@@ -59,7 +78,7 @@ def test_digits_mlp_steps_match_cpu(dropout, gpu, cpu):
     want = _mlp_run(cpu, dropout)  # dropout masks: the same random bits on both devices
     got = _mlp_run(gpu, dropout)
     assert_matches(got[0], want[0], device=gpu, tol=(1e-5, 1e-6), what="losses")
-    assert_matches(got[1], want[1], device=gpu, tol=(1e-4, 1e-5), what="parameters")
+    assert_params_track(got[1], want[1], gpu, max_move=2 * 4 * 2e-3)  # 4 steps, lr 2e-3
     assert int(got[2]) == int(want[2])
 
 
@@ -83,7 +102,8 @@ def test_char_gpt_steps_match_cpu(gpu, cpu):
     want_losses, (want_model, _) = _gpt_run(cpu, bf16=False)
     got_losses, (got_model, _) = _gpt_run(gpu, bf16=False)
     assert_matches(got_losses, want_losses, device=gpu, tol=(1e-4, 1e-5), what="losses")
-    assert_matches(got_model, want_model, device=gpu, tol=(1e-3, 1e-4), what="parameters")
+    # the schedule: lr 0, then about 3e-3 (a warmup of one step of 20)
+    assert_params_track(got_model, want_model, gpu, max_move=2 * 3 * 3e-3)
 
 
 def test_char_gpt_bf16_steps_track_cpu(gpu, cpu):
