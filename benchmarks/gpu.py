@@ -144,7 +144,7 @@ def chain_rows(device, elements, settings):
         cp_inputs = [cupy.asarray(a) for a in inputs_host] if cupy_ok else []
         for name, n_in, chain in CHAINS:
             jitted = mt.jit(lambda *a, chain=chain: chain(mnp, *a))
-            contenders = {"copy": lambda: cupy.copyto(dst, src),
+            contenders = {"copy": lambda d=dst, s=src: cupy.copyto(d, s),
                           "mytorch": lambda j=jitted, a=mt_inputs[:n_in]: j(*a)}
             if cupy_ok:
                 fused = cupy.fuse(lambda *a, chain=chain: chain(cupy, *a))
@@ -166,7 +166,6 @@ def chain_rows(device, elements, settings):
                          f"{fraction:.2f}" if fraction else "—", fmt_time(t_cp),
                          fmt_ratio(t_cp, t_mt), fmt_time(times.get("cupy.fuse", (None,))[0]),
                          fmt_time(t_copy), "; ".join([check] + errors)])
-        del mt_inputs, cp_inputs, src, dst
     header = ["chain", "dtype", "mytorch jit", "bandwidth", "of copy", "CuPy unfused",
               "CuPy / mytorch", "cupy.fuse", "copy", "check"]
     return table(header, rows), failures

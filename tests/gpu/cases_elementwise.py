@@ -197,7 +197,8 @@ def _misc_cases():
     out.append(Case("bitcast_f32_u8", lambda x: lax.bitcast_convert_type(x, U8),
                     (uniform(SHAPE),)))
     out.append(Case("is_finite_f32", lax.is_finite, (const(SPECIALS),)))
-    out.append(Case("is_finite_f16", lax.is_finite, (const([0.0, -0.0, 1.0, np.inf, -np.inf, np.nan, 65504.0], F16),)))
+    out.append(Case("is_finite_f16", lax.is_finite,
+                    (const([0.0, -0.0, 1.0, np.inf, -np.inf, np.nan, 65504.0], F16),)))
     out.append(Case("specials_exp_log", lambda x: (lax.exp(x), lax.log(x), lax.sqrt(x)),
                     (const(SPECIALS),)))
     for dt in FLOATS:

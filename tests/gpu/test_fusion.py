@@ -11,7 +11,7 @@ import pytest
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import nn
-from tests.gpu.cases import BF16, F16, F32, bools, ints, uniform
+from tests.gpu.cases import BF16, F16, bools, ints, uniform
 from tests.gpu.compare import GRAD_TOL, assert_matches
 from tests.gpu.test_primitives import _weighted_loss, run
 
