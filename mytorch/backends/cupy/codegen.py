@@ -64,7 +64,7 @@ class FusedKernel:
     """
 
     def __init__(self, eqns, invars, outvars, *, index64=None, reduce_strategy=None,
-                 reduce_block=BLOCK, vectorize=True):
+                 reduce_block=None, vectorize=True):
         self.eqns, self.invars, self.outvars = list(eqns), list(invars), list(outvars)
         self.in_avals = [v.aval for v in invars]
         self.out_avals = [v.aval for v in outvars]

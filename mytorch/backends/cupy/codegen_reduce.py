@@ -27,6 +27,7 @@ from mytorch.lax import reductions as r
 
 THREAD_MAX_EXTENT = 64
 THREAD_MIN_OUTPUTS = 1024
+BLOCK, WIDE_BLOCK = 256, 1024  # a few long reductions get the widest blocks
 # reduction primitive: (combining elementwise primitive, identity by dtype kind)
 REDUCERS = {
     r.reduce_sum_p: ew.add_p, r.reduce_prod_p: ew.mul_p, r.reduce_max_p: ew.max_p,
@@ -88,7 +89,8 @@ def fusable_reduction(eqn):
 
 def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
     """(strategy, block size, loops) of a kernel whose group ends in the reduction `eqn`;
-    `strategy` None picks "thread" or "block" from the reduced extent. Sets
+    `strategy` None picks "thread" or "block" from the extents, `block` None a block size
+    (1024 threads for fewer than 256 outputs of at least 65536 elements each). Sets
     `kernel.out_size` (the number of reduced outputs)."""
     x, out = eqn.invars[0], eqn.outvars[0]
     shape, axes = x.aval.shape, tuple(eqn.params["axes"])
@@ -104,7 +106,9 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
         raise ValueError(f"fused reduction: strategy must be 'thread' or 'block', got "
                          f"{strategy!r}")
     if strategy == "thread":
-        block = 256
+        block = BLOCK
+    elif block is None:
+        block = WIDE_BLOCK if m < 256 and rn >= 65536 else BLOCK
     elif block < 1 or block & (block - 1):
         raise ValueError(f"fused reduction: the block size must be a power of two, got {block}")
     dt = x.aval.dtype

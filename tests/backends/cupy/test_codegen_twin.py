@@ -422,3 +422,12 @@ def test_char_gpt_training_step_groups_match_numpy(runtime):
     x = rng.integers(0, 17, (4, 8)).astype(np.int32)
     y = rng.integers(0, 17, (4, 8)).astype(np.int32)
     _check_step(runtime, step, (model, optimizer.init(model), x, y))
+
+
+def test_long_reductions_with_few_outputs_get_wide_blocks(runtime):
+    x = np.random.default_rng(9).standard_normal((2, 65536)).astype(np.float32)
+    jaxpr, consts = trace(lambda x: mt.numpy.sum(mt.numpy.abs(x), axis=1), x)
+    (steps,) = check_plans(runtime, [(jaxpr, consts, [x])])
+    (step,) = steps
+    assert step.kernel.strategy == "block" and step.kernel.block == 1024
+    assert "sdata[1024]" in step.kernel.source
