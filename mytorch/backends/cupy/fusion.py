@@ -74,7 +74,7 @@ def fusable(eqn):
         return False  # width-changing bitcasts add or drop a dim
     try:
         elementwise_template(eqn)
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ValueError):  # no expression for these dtypes
         return False
     return True
 
@@ -84,7 +84,7 @@ def _has_ctype(dtype):
 
     try:
         ctype(dtype)
-    except TypeError:
+    except (TypeError, ValueError):  # opaque dtypes (PRNG keys) have no C type
         return False
     return True
 

@@ -410,14 +410,15 @@ def test_digits_mlp_training_step_groups_match_numpy(runtime):
     _check_step(runtime, step, (model, optimizer.init(model), x, y, key))
 
 
-def test_char_gpt_training_step_groups_match_numpy(runtime):
+@pytest.mark.parametrize("policy", ["float32", "params=float32,compute=bfloat16,output=float32"])
+def test_char_gpt_training_step_groups_match_numpy(runtime, policy):
     from tests.examples.test_examples import load
 
     gpt = load("gpt_char")
     model = gpt.GPT(17, 8, 16, 2, 1, key=mt.random.key(1))
     args = gpt.parse_args(["--steps", "10"])
     optimizer = gpt.make_optimizer(args)
-    step, _ = gpt.make_steps(optimizer, mt.mixed_precision.get_policy("float32"))
+    step, _ = gpt.make_steps(optimizer, mt.mixed_precision.get_policy(policy))
     rng = np.random.default_rng(8)
     x = rng.integers(0, 17, (4, 8)).astype(np.int32)
     y = rng.integers(0, 17, (4, 8)).astype(np.int32)
