@@ -2,6 +2,8 @@
 gradients), from the table in cases*.py; the non-elementwise rows also under jit."""
 
 import contextlib
+import functools
+import operator
 
 import numpy as np
 import pytest
@@ -60,8 +62,9 @@ def _weighted_loss(fn, n_args):
     def loss(*a):
         outs = [o for o in mt.tree_util.tree_leaves(fn(*a[:n_args]))
                 if mnp.issubdtype(o.dtype, mnp.floating)]
-        return sum(mnp.sum((o * w).astype(mnp.float32)) for o, w in
-                   zip(outs, a[n_args:], strict=True))
+        # (no Python 0 to start the sum: a Python scalar is made on the default device)
+        return functools.reduce(operator.add, [mnp.sum((o * w).astype(mnp.float32))
+                                               for o, w in zip(outs, a[n_args:], strict=True)])
 
     return loss
 
