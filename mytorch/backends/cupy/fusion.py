@@ -275,6 +275,9 @@ def _fused(group, read_by, outs, kernel_options):
                if type(v) is Var and (v in outs or read_by.get(v, set()) - {group.id})]
     if not outvars:
         return []
+    if eqns[-1].primitive in red.REDUCERS and eqns[-1].outvars[0] not in outvars:
+        eqns = eqns[:-1]  # nothing reads the reduction: an elementwise group
+        invars = [v for v in invars if any(v in e.invars for e in eqns)]
     kernel = FusedKernel(eqns, invars, outvars, **kernel_options)
     return [Fused(kernel, invars, outvars, eqns)]
 

@@ -432,3 +432,53 @@ def test_long_reductions_with_few_outputs_get_wide_blocks(runtime):
     (step,) = steps
     assert step.kernel.strategy == "block" and step.kernel.block == 1024
     assert "sdata[1024]" in step.kernel.source
+
+
+# ---- random programs: fusable and non-fused operations interleaved ------------------------
+def _apply(op, pool, a, b):
+    """One operation of a random program on pool values `a` and `b` (pool indices)."""
+    x, y = pool[a % len(pool)], pool[b % len(pool)]
+    if op == "unary":
+        return mt.numpy.tanh(x) * 1.5
+    if op == "binary":
+        return x * y if x.shape == y.shape else x + 0.5
+    if op == "scalar":
+        return x * mt.numpy.sum(y) * 0.01
+    if op == "broadcast":
+        return x[..., None] + mt.numpy.ones((*x.shape, 3), np.float32) if x.ndim < 3 else x
+    if op == "sum":
+        return mt.numpy.sum(x, axis=-1) if x.ndim else x - 1.0
+    if op == "reshape":
+        return x.reshape(-1)[::-1] * 2.0 if x.ndim else x
+    if op == "transpose":
+        return x.T + 1.0
+    if op == "cumsum":
+        return mt.numpy.cumsum(x, axis=-1) if x.ndim else x
+    return x @ x.T if x.ndim == 2 else x * x
+
+
+OPS = ["unary", "binary", "scalar", "broadcast", "sum", "reshape", "transpose", "cumsum", "dot"]
+
+
+@settings(max_examples=10, deadline=None)
+@given(program=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 20), st.integers(0, 20)),
+                        min_size=3, max_size=12),
+       outs=st.lists(st.integers(0, 20), min_size=1, max_size=3))
+def test_random_programs_plan_and_run_like_numpy(runtime, program, outs):
+    def f(x, v):
+        pool = [x, v]
+        for op, a, b in program:
+            pool.append(_apply(op, pool, a, b))
+        return [pool[i % len(pool)] for i in outs] + [pool[-1]]
+
+    rng = np.random.default_rng(10)
+    args = [rng.standard_normal((3, 4)).astype(np.float32),
+            rng.standard_normal(4).astype(np.float32)]
+    jaxpr, consts = trace(f, *args)
+    (steps,) = check_plans(runtime, [(jaxpr, consts, args)])
+    defined = set(jaxpr.invars) | set(jaxpr.constvars)
+    for s in steps:  # every step reads values defined by earlier steps
+        reads = s.invars if isinstance(s, fusion.Fused) else s.eqn.invars
+        assert all(type(v) is not Var or v in defined for v in reads)
+        defined |= set(s.outvars if isinstance(s, fusion.Fused) else s.eqn.outvars)
+    assert all(type(v) is not Var or v in defined for v in jaxpr.outvars)
