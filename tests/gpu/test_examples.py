@@ -54,7 +54,7 @@ def _train(step, state, batches, device):
     return losses, state
 
 
-def _mlp_run(device, dropout):
+def _mlp_run(device, dropout, backend_options=None):
     mnist = load("mnist_mlp")
     rng = np.random.default_rng(0)
     with placed_on(device):
@@ -63,6 +63,8 @@ def _mlp_run(device, dropout):
         optimizer = mt.optim.adam(2e-3)
         opt_state = optimizer.init(model)
         train_step, correct = mnist.make_steps(optimizer, 0.1)
+        if backend_options:  # the same step, compiled with these options
+            train_step = mt.jit(train_step.__wrapped__, backend_options=backend_options)
         keys = mt.random.split(mt.random.key(1), 4)
     batches = [(rng.random((64, 64), np.float32), rng.integers(0, 10, 64).astype(np.int32), k)
                for k in keys]
@@ -80,6 +82,13 @@ def test_digits_mlp_steps_match_cpu(dropout, gpu, cpu):
     assert_matches(got[0], want[0], device=gpu, tol=(1e-5, 1e-6), what="losses")
     assert_params_track(got[1], want[1], gpu, max_move=2 * 4 * 2e-3)  # 4 steps, lr 2e-3
     assert int(got[2]) == int(want[2])
+
+
+def test_digits_mlp_steps_under_cuda_graph(gpu, cpu):
+    want = _mlp_run(cpu, 0.2)
+    got = _mlp_run(gpu, 0.2, backend_options={"cuda_graph": True})
+    assert_matches(got[0], want[0], device=gpu, tol=(1e-5, 1e-6), what="losses")
+    assert_params_track(got[1], want[1], gpu, max_move=2 * 4 * 2e-3)
 
 
 def _gpt_run(device, bf16):
