@@ -454,13 +454,23 @@ def _apply(op, pool, a, b):
         return x.T + 1.0
     if op == "cumsum":
         return mt.numpy.cumsum(x, axis=-1) if x.ndim else x
+    if op == "convert":
+        return x.astype(np.float16).astype(np.float32) + (x > 0).astype(np.float32)
+    if op == "where":
+        return mt.numpy.where(x > y.mean(), x, -x) if x.ndim else x
+    if op == "max":
+        return mt.numpy.max(x, axis=0) if x.ndim else x
+    if op == "rowscale":
+        return x / (1.0 + mt.numpy.exp(mt.numpy.sum(x * x, axis=-1, keepdims=True))) \
+            if x.ndim else x
     return x @ x.T if x.ndim == 2 else x * x
 
 
-OPS = ["unary", "binary", "scalar", "broadcast", "sum", "reshape", "transpose", "cumsum", "dot"]
+OPS = ["unary", "binary", "scalar", "broadcast", "sum", "reshape", "transpose", "cumsum", "dot",
+       "convert", "where", "max", "rowscale"]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(program=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 20), st.integers(0, 20)),
                         min_size=3, max_size=12),
        outs=st.lists(st.integers(0, 20), min_size=1, max_size=3))
