@@ -70,3 +70,22 @@ def test_cuda_graph_option_with_loops(fn, args, loop, gpu, cpu):
     assert_matches(got, want, device=gpu, tol=LOOSE)
     for _ in range(2):
         assert_matches(run(graphed, list(args), gpu), want, device=gpu, tol=LOOSE)
+
+
+@pytest.mark.parametrize("fn,args,loop", [
+    (rnn_loss, (W, XS), "scan"),
+    (newton_sqrt, (np.linspace(0.5, 9, 33, dtype=np.float32),), "while"),
+], ids=["scan", "while_data_dependent"])
+def test_cuda_graph_option_with_loops(fn, args, loop, gpu, cpu):
+    """A step with host loops under cuda_graph either gives plain jit's results on every
+    call or refuses at once with an error naming the loop and the option."""
+    graphed = mt.jit(fn, backend_options={"cuda_graph": True})
+    want = run(fn, list(args), cpu)
+    try:
+        got = run(graphed, list(args), gpu)
+    except ValueError as e:
+        assert "cuda_graph" in str(e) and loop in str(e), str(e)
+        return
+    assert_matches(got, want, device=gpu, tol=LOOSE)
+    for _ in range(2):
+        assert_matches(run(graphed, list(args), gpu), want, device=gpu, tol=LOOSE)
