@@ -147,7 +147,8 @@ def chain_rows(device, elements, settings):
             contenders = {"copy": lambda d=dst, s=src: cupy.copyto(d, s),
                           "mytorch": lambda j=jitted, a=mt_inputs[:n_in]: j(*a)}
             if cupy_ok:
-                fused = cupy.fuse(lambda *a, chain=chain: chain(cupy, *a))
+                fused = cupy.fuse(kernel_name=f"chain{CHAINS.index((name, n_in, chain))}")(
+                    lambda *a, chain=chain: chain(cupy, *a))
                 contenders["cupy"] = lambda c=chain, a=cp_inputs[:n_in]: c(cupy, *a)
                 contenders["cupy.fuse"] = lambda f=fused, a=cp_inputs[:n_in]: f(*a)
             times = measure(contenders, **settings)
