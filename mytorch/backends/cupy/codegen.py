@@ -68,7 +68,7 @@ class FusedKernel:
         self.eqns, self.invars, self.outvars = list(eqns), list(invars), list(outvars)
         self.in_avals = [v.aval for v in invars]
         self.out_avals = [v.aval for v in outvars]
-        reduction = eqns[-1] if eqns and eqns[-1].primitive in red.REDUCERS else None
+        reduction = eqns[-1] if eqns and red.is_reduction(eqns[-1].primitive) else None
         shape = (reduction.invars[0].aval.shape if reduction is not None
                  else self.out_avals[0].shape)
         self.shape, self.size = tuple(shape), math.prod(shape)

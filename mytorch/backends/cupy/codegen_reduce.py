@@ -14,7 +14,9 @@ elements and the kept axes M outputs. Two schedules:
 Both visit every element of S exactly once, so outputs of the group with shape S (values
 read after the group besides the reduction) are stored on the way. float16 and bfloat16
 accumulate in float32 (as the NumPy kernels do); integer sums and products wrap; max and
-min propagate NaN. Complex operands are summed and multiplied; their max/min are not fused.
+min propagate NaN. argmax and argmin carry the index beside the value and return NumPy's
+index: the first of equal values, a NaN counting as the largest (smallest) one. Complex
+operands are summed and multiplied; their max/min/argmax/argmin are not fused.
 """
 
 import numpy as np
@@ -34,6 +36,7 @@ REDUCERS = {
     r.reduce_min_p: ew.min_p, r.reduce_and_p: ew.and_p, r.reduce_or_p: ew.or_p,
     r.reduce_xor_p: ew.xor_p,
 }
+ARG_REDUCERS = {r.argmax_p: ">", r.argmin_p: "<"}  # index of the first max / min
 _HALVES = (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
 
 
@@ -72,13 +75,21 @@ def combine(prim, dtype):
     return cx.expression(op, [dtype, dtype], dtype)
 
 
+def is_reduction(prim):
+    """Whether `prim` is a reduction a fused kernel may end with."""
+    return prim in REDUCERS or prim in ARG_REDUCERS
+
+
 def fusable_reduction(eqn):
     """Whether the reduction `eqn` can end a fused kernel."""
-    if eqn.primitive not in REDUCERS:
+    if not is_reduction(eqn.primitive):
         return False
     dt = eqn.invars[0].aval.dtype
     try:
         acc = accumulator(dt)
+        if eqn.primitive in ARG_REDUCERS:
+            cx.ctype(eqn.outvars[0].aval.dtype)
+            return np.dtype(dt).kind != "c" and bool(cx.convert(dt, acc))
         identity(eqn.primitive, acc)
         combine(eqn.primitive, acc)
         cx.convert(dt, acc)
@@ -111,9 +122,7 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
         block = WIDE_BLOCK if m < 256 and rn >= 65536 else BLOCK
     elif block < 1 or block & (block - 1):
         raise ValueError(f"fused reduction: the block size must be a power of two, got {block}")
-    dt = x.aval.dtype
-    acc_dt = accumulator(dt)
-    acc_t, fold = cx.ctype(acc_dt), combine(eqn.primitive, acc_dt)
+    fold = _Fold(eqn)
     em = Emitter(producers, inputs, idx_t)
     o_dims = em.decompose("o", tuple(shape[d] for d in kept))
     outer = em.lines
@@ -130,33 +139,86 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
     for j, v in enumerate(kernel.outvars):
         if v is not out:
             stores.append(f"out{j}[{em.linear(at)}] = {em.value(v, at)};")
-    element = cx.convert(dt, acc_dt).format(val)
-    stores.append(f"acc = {fold.format('acc', element)};  /* {eqn.primitive.name} */")
-    inner = em.lines + stores
+    inner = em.lines + stores + fold.step(val)
     k_out = kernel.outvars.index(out)
-    final = cx.convert(acc_dt, dt).format("acc" if strategy == "thread" else "sdata[0]")
     tid = f"({idx_t})blockIdx.x * blockDim.x + threadIdx.x"
-    ident = identity(eqn.primitive, acc_dt)
     if strategy == "thread":
         lines = [f"  for ({idx_t} o = {tid}; o < {m}; o += ({idx_t})blockDim.x * gridDim.x) {{"]
-        lines += [f"    {s}" for s in outer]
-        lines += [f"    {acc_t} acc = {ident};", f"    for ({idx_t} r = 0; r < {rn}; r++) {{"]
+        lines += [f"    {s}" for s in outer + fold.start()]
+        lines += [f"    for ({idx_t} r = 0; r < {rn}; r++) {{"]
         lines += [f"      {s}" for s in inner]
-        lines += ["    }", f"    out{k_out}[o] = {final};", "  }"]
+        lines += ["    }", f"    out{k_out}[o] = {fold.result('acc', 'acci')};", "  }"]
         return strategy, block, "\n".join(lines) + "\n"
-    lines = [f"  __shared__ {acc_t} sdata[{block}];",
-             f"  for ({idx_t} o = blockIdx.x; o < {m}; o += gridDim.x) {{"]
-    lines += [f"    {s}" for s in outer]
-    lines += [f"    {acc_t} acc = {ident};",
-              f"    for ({idx_t} r = threadIdx.x; r < {rn}; r += blockDim.x) {{"]
+    lines = [f"  {s}" for s in fold.shared(block)]
+    lines += [f"  for ({idx_t} o = blockIdx.x; o < {m}; o += gridDim.x) {{"]
+    lines += [f"    {s}" for s in outer + fold.start()]
+    lines += [f"    for ({idx_t} r = threadIdx.x; r < {rn}; r += blockDim.x) {{"]
     lines += [f"      {s}" for s in inner]
-    lines += ["    }", "    sdata[threadIdx.x] = acc;", "    __syncthreads();",
-              "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {",
-              "      if (threadIdx.x < s) {",
-              "        sdata[threadIdx.x] = "
-              f"{fold.format('sdata[threadIdx.x]', 'sdata[threadIdx.x + s]')};",
-              "      }", "      __syncthreads();", "    }",
-              f"    if (threadIdx.x == 0) out{k_out}[o] = {final};",
+    lines += ["    }"] + [f"    {s}" for s in fold.to_shared()]
+    lines += ["    __syncthreads();", "    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {",
+              "      if (threadIdx.x < s) {"]
+    lines += [f"        {s}" for s in fold.tree()]
+    lines += ["      }", "      __syncthreads();", "    }",
+              f"    if (threadIdx.x == 0) out{k_out}[o] = {fold.result('sdata[0]', 'sidx[0]')};",
               "    __syncthreads();  /* sdata[0] is read before the next output reuses it */",
               "  }"]
     return strategy, block, "\n".join(lines) + "\n"
+
+
+class _Fold:
+    """The C statements of one reduction's accumulation: `acc` (and, for argmax/argmin,
+    its index `acci`) per thread, `sdata` (and `sidx`) in shared memory."""
+
+    def __init__(self, eqn):
+        self.prim, self.name = eqn.primitive, eqn.primitive.name
+        self.dt = np.dtype(eqn.invars[0].aval.dtype)
+        self.acc_dt = accumulator(self.dt)
+        self.acc_t = cx.ctype(self.acc_dt)
+        self.arg = self.prim in ARG_REDUCERS
+        if self.arg:
+            self.index_t = cx.ctype(eqn.outvars[0].aval.dtype)
+            self.ident = literal(0, self.acc_dt)
+        else:
+            self.op = combine(self.prim, self.acc_dt)
+            self.ident = identity(self.prim, self.acc_dt)
+
+    def start(self):
+        return [f"{self.acc_t} acc = {self.ident};"] + (
+            ["long long acci = -1;"] if self.arg else [])
+
+    def _better(self, bv, bi, av, ai):
+        """Whether (bv, bi) replaces (av, ai): the larger (smaller) value, NaN counting as
+        the largest (smallest), the first index among equals; an index < 0 is empty."""
+        cmp = ARG_REDUCERS[self.prim]
+        if self.acc_dt.kind in "fc":
+            return (f"({ai} < 0 || ({bv} != {bv} ? ({av} == {av} || {bi} < {ai}) : "
+                    f"({av} == {av} && ({bv} {cmp} {av} || ({bv} == {av} && {bi} < {ai})))))")
+        return f"({ai} < 0 || {bv} {cmp} {av} || ({bv} == {av} && {bi} < {ai}))"
+
+    def step(self, val):
+        element = cx.convert(self.dt, self.acc_dt).format(val)
+        if not self.arg:
+            return [f"acc = {self.op.format('acc', element)};  /* {self.name} */"]
+        return [f"const {self.acc_t} e = {element};",
+                f"if ({self._better('e', 'r', 'acc', 'acci')}) {{ acc = e; acci = r; }}"
+                f"  /* {self.name} */"]
+
+    def shared(self, block):
+        return [f"__shared__ {self.acc_t} sdata[{block}];"] + (
+            [f"__shared__ long long sidx[{block}];"] if self.arg else [])
+
+    def to_shared(self):
+        return ["sdata[threadIdx.x] = acc;"] + (["sidx[threadIdx.x] = acci;"] if self.arg
+                                                 else [])
+
+    def tree(self):
+        a, b = "sdata[threadIdx.x]", "sdata[threadIdx.x + s]"
+        if not self.arg:
+            return [f"{a} = {self.op.format(a, b)};"]
+        ai, bi = "sidx[threadIdx.x]", "sidx[threadIdx.x + s]"
+        return [f"if ({bi} >= 0 && {self._better(b, bi, a, ai)}) {{ {a} = {b}; {ai} = {bi}; }}"]
+
+    def result(self, acc, acci):
+        if self.arg:
+            return f"(({self.index_t}){acci})"
+        return cx.convert(self.acc_dt, self.dt).format(acc)

@@ -14,7 +14,7 @@ Fusable equations: elementwise primitives on the dtypes that have a CUDA express
 order (`reshape` without `dimensions`, `squeeze`) and `iota`. A group has an iteration
 shape S and all of its outputs have that shape (a value of another shape starts another
 group, which may later be computed inside its readers, below); a reduction (sum, product,
-max, min, and, or, xor) of a value of shape S may end the group, whose outputs are then the
+max, min, and, or, xor, argmax, argmin) of a value of shape S may end the group, whose outputs are then the
 reduction's result and any values of shape S read after it. Equations with effects never fuse.
 
 Grouping is greedy in program order: a fusable equation joins the group of one of its
@@ -275,7 +275,7 @@ def _fused(group, read_by, outs, kernel_options):
                if type(v) is Var and (v in outs or read_by.get(v, set()) - {group.id})]
     if not outvars:
         return []
-    if eqns[-1].primitive in red.REDUCERS and eqns[-1].outvars[0] not in outvars:
+    if red.is_reduction(eqns[-1].primitive) and eqns[-1].outvars[0] not in outvars:
         eqns = eqns[:-1]  # nothing reads the reduction: an elementwise group
         invars = [v for v in invars if any(v in e.invars for e in eqns)]
     kernel = FusedKernel(eqns, invars, outvars, **kernel_options)

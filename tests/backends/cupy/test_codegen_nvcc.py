@@ -48,6 +48,9 @@ def corpus_kernels():
     rng = np.random.default_rng(0)
     for f, args in corpus._broadcast_corpus(rng):
         kernels += _kernels_of(f, *args) + _kernels_of(f, *args, index64=True)
+    for f, x in corpus._arg_corpus(rng):
+        for strategy in ("thread", "block"):
+            kernels += _kernels_of(f, x, reduce_strategy=strategy)
     mt.config.update("enable_x64", True)
     try:
         for f, dt, shape in corpus.REDUCTIONS:

@@ -305,6 +305,30 @@ def test_reductions_ending_a_group_match_numpy(runtime, strategy, x64):
     assert fused >= len(REDUCTIONS) - 2
 
 
+def _arg_corpus(rng):
+    ties = rng.integers(-3, 3, (6, 150)).astype(np.float32)   # many equal values
+    ties[1, 40], ties[1, 7], ties[2, :] = np.nan, np.nan, 1.0  # first NaN wins; all equal
+    ties[3, 149] = np.inf
+    return [
+        (lambda x: mt.numpy.argmax(x * 2.0, axis=1), ties),
+        (lambda x: mt.numpy.argmin(x - 1.0, axis=1), ties),
+        (lambda x: mt.numpy.argmax(x, axis=0), ties.astype(np.float16)),
+        (lambda x: mt.numpy.argmin(mt.numpy.abs(x), axis=0), ties.astype(dtypes.bfloat16)),
+        (lambda x: mt.numpy.argmax(x + 1, axis=1), rng.integers(0, 4, (5, 90), np.int8)),
+        (lambda x: mt.numpy.argmin(x, axis=-1), rng.integers(0, 2, (3, 70)).astype(np.bool_)),
+        (lambda x: lax.argmax(x, 1, np.int32) + 1, rng.integers(0, 9, (4, 3), np.uint16)),
+    ]
+
+
+@pytest.mark.parametrize("strategy", ["thread", "block"])
+def test_argmax_and_argmin_ending_a_group_match_numpy(runtime, strategy):
+    cases = [(*trace(f, x), [x]) for f, x in _arg_corpus(np.random.default_rng(11))]
+    plans = check_plans(runtime, cases, reduce_strategy=strategy, reduce_block=64)
+    fused = [s for steps in plans for s in steps if isinstance(s, fusion.Fused)
+             and s.eqns[-1].primitive.name in ("argmax", "argmin")]
+    assert len(fused) == len(cases)
+
+
 def test_softmax_group_stores_its_elementwise_value_beside_the_sum(runtime):
     def softmax(x):
         e = mt.numpy.exp(x - mt.numpy.max(x, axis=1, keepdims=True))
