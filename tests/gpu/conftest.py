@@ -5,6 +5,9 @@ gradients.
     MYTORCH_GPU_TWIN=1 python -m pytest -m gpu tests/gpu -q   # the GPU backend on its CPU
                                                               # twin (kernels built by g++)
 
+`MYTORCH_GPU_TESTS_QUICK=1` samples the elementwise rows of the primitive table (see
+test_primitives.py) where device time is short.
+
 Without a GPU every test skips with one reason (CuPy missing, or CuPy's own error text).
 `MYTORCH_GPU_TESTS_DRY=1` checks the tests themselves where no GPU exists: two more
 virtual CPU devices stand in for the GPUs, so every comparison is CPU against CPU. It

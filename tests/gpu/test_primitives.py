@@ -1,15 +1,22 @@
 """Every primitive, eagerly on GPU arrays against the same call on CPU arrays (values and
-gradients), from the table in cases*.py; the non-elementwise rows also under jit."""
+gradients), from the table in cases*.py; the non-elementwise rows also under jit.
+
+`MYTORCH_GPU_TESTS_QUICK=1` keeps every non-elementwise row but only a sample of the
+elementwise ones (the float32 rows and every fourth of the others), for a device whose
+time is short: each distinct kernel costs a compilation on a fresh machine.
+"""
 
 import contextlib
 import functools
 import operator
+import os
 
 import numpy as np
 import pytest
 
 import mytorch as mt
 import mytorch.numpy as mnp
+from tests.gpu import cases_elementwise
 from tests.gpu.cases import all_cases
 from tests.gpu.compare import GRAD_TOL, assert_matches
 from tests.gpu.conftest import placed_on
@@ -17,6 +24,10 @@ from tests.gpu.conftest import placed_on
 pytestmark = pytest.mark.gpu
 
 CASES = all_cases()
+if os.environ.get("MYTORCH_GPU_TESTS_QUICK") == "1":
+    _ELEMENTWISE = {c.name for c in cases_elementwise.CASES}
+    _others = [c for c in CASES if c.name in _ELEMENTWISE and "f32" not in c.name]
+    CASES = [c for c in CASES if c.name not in _ELEMENTWISE or "f32" in c.name] + _others[::4]
 GRAD_CASES = [c for c in CASES if c.grad]
 JIT_CASES = [c for c in CASES if c.jit]
 
