@@ -414,8 +414,8 @@ def model_rows(device, models, quick, measure):
     from benchmarks.gpu import JAX_TARGET, TORCH_TARGET, fmt_ratio, fmt_time, table
 
     torch_dev, jax_dev = _torch_device(), _jax_device()
-    notes = [f"PyTorch: {torch_dev}" for _ in [0] if isinstance(torch_dev, str)]
-    notes += [f"JAX: {jax_dev}" for _ in [0] if isinstance(jax_dev, str)]
+    notes = [f"{lib}: {why}" for lib, why in (("PyTorch", torch_dev), ("JAX", jax_dev))
+             if isinstance(why, str)]
     if not isinstance(jax_dev, str):
         import jax
         import jax.numpy as jnp
