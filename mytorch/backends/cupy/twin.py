@@ -7,10 +7,12 @@ prepended, which maps the CUDA names the kernels use onto C++:
 
 - `__global__`/`__device__`/`__forceinline__` are plain (inline) functions, `__restrict__`
   is GCC's, `__shared__` is `static`;
-- `blockIdx` and `threadIdx` are thread-local `dim3`s, `blockDim` and `gridDim` globals;
+- `blockIdx`, `threadIdx`, `blockDim` and `gridDim` are thread-local `dim3`s, set in each
+  OpenMP thread by the launcher (launches from several host threads do not mix);
 - `__syncthreads()` is an OpenMP barrier: a kernel that uses it (or `__shared__` memory)
-  runs its blocks one after another, each as an OpenMP team of `block` threads; any other
-  kernel runs every (block, thread) pair of the grid in one OpenMP parallel loop;
+  runs its blocks one after another, each as an OpenMP team of `block` threads (one launch
+  of such a kernel at a time: its shared memory is static); any other kernel runs every
+  (block, thread) pair of the grid in one OpenMP parallel loop;
 - `__half` is GCC's `_Float16` and `__nv_bfloat16` a struct of its 16 bits, with CUDA's
   conversion intrinsics (round to nearest even) as in CUDA.
 
@@ -42,6 +44,7 @@ SHIM = r"""
 #include <cstring>
 #include <cstdint>
 #include <math.h>
+#include <mutex>
 #include <omp.h>
 #define __global__
 #define __device__
@@ -50,7 +53,7 @@ SHIM = r"""
 #define __shared__ static
 struct dim3 { unsigned int x, y, z; };
 static thread_local dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
-static dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static thread_local dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 static inline void __syncthreads() {
   _Pragma("omp barrier")
 }
@@ -134,20 +137,24 @@ def _launcher(name, types, cooperative):
                              f"expected 'ptr' or one of {sorted(_ARG_TYPES)}")
     call = f"{name}({', '.join(args)});"
     head = (f'extern "C" int mt_twin_launch_{name}(unsigned grid, unsigned block, void **args) '
-            "{\n  gridDim.x = grid; blockDim.x = block;\n")
+            "{\n")
+    dims = "gridDim.x = grid; blockDim.x = block; "  # thread-local: set in every thread
     if not cooperative:  # no barriers, no shared memory: every thread is independent
         return (head + "  long long total = (long long)grid * block;\n"
                 "  #pragma omp parallel for schedule(static)\n"
                 "  for (long long t = 0; t < total; t++) {\n"
-                "    blockIdx.x = (unsigned)(t / block); threadIdx.x = (unsigned)(t % block);\n"
+                f"    {dims}blockIdx.x = (unsigned)(t / block); "
+                "threadIdx.x = (unsigned)(t % block);\n"
                 f"    {call}\n  }}\n  return 0;\n}}\n")
-    return (head + "  int ok = 1;\n  omp_set_dynamic(0);\n"
+    # shared memory is static: one launch of this kernel at a time (callers may be threads)
+    return (head + "  static std::mutex busy;\n  std::lock_guard<std::mutex> hold(busy);\n"
+            "  int ok = 1;\n  omp_set_dynamic(0);\n"
             "  for (unsigned b = 0; b < grid && ok; b++) {\n"
             "    #pragma omp parallel num_threads(block)\n    {\n"
             "      if (omp_get_num_threads() != (int)block) {\n"
             "        #pragma omp single\n        ok = 0;\n"
             "      } else {\n"
-            "        blockIdx.x = b; threadIdx.x = (unsigned)omp_get_thread_num();\n"
+            f"        {dims}blockIdx.x = b; threadIdx.x = (unsigned)omp_get_thread_num();\n"
             f"        {call}\n      }}\n    }}\n  }}\n  return ok ? 0 : -1;\n}}\n")
 
 

@@ -284,3 +284,29 @@ def test_twin_without_a_compiler_says_why(monkeypatch):
     assert "g++" in twin_mod.unavailable_reason()
     with pytest.raises(RuntimeError, match="host C\\+\\+ compiler"):
         twin_mod.TwinRuntime().compile(SOURCE, {})
+
+
+@needs_gxx
+def test_twin_launches_from_several_threads_do_not_mix(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = np.random.default_rng(0).standard_normal((4, 300)).astype(F32)
+    jaxpr, _ = corpus.trace(lambda x: mt.numpy.sum(x * x, axis=1) + 0 * x[:, 0], x)
+    step = fusion.plan(jaxpr, reduce_strategy="block", reduce_block=32)[0]
+    assert step.kernel.strategy == "block"
+    y = np.arange(1000, dtype=F32)
+    other = fusion.elementwise_kernel(ew.exp_p, [ShapedArray(y.shape, F32)], {})
+    rt = twin_mod.TwinRuntime(cache=tmp_path)
+    fns = rt.compile(codegen.module_source([step.kernel, other]),
+                     codegen.signatures([step.kernel, other]))
+
+    def work(k):
+        scale = F32(k + 1)
+        (sums,) = step.kernel.run(fns, np, [x * scale])
+        (e,) = other.run(fns, np, [y / (k + 1000)])
+        return k, sums, e
+
+    with ThreadPoolExecutor(4) as pool:
+        for k, sums, e in pool.map(work, range(12)):
+            np.testing.assert_allclose(sums, ((x * (k + 1)) ** 2).sum(1), rtol=1e-5)
+            np.testing.assert_allclose(e, np.exp(y / (k + 1000)), rtol=1e-6)
