@@ -1,8 +1,8 @@
 """CUDA C++ source for a fused group of equations (see fusion.py): ONE kernel per group.
 
 A group is a list of equations computing values of one *iteration shape* S (elementwise
-primitives, converts, broadcast_in_dim, order-keeping reshapes, iota, zeros), optionally
-ended by a reduction of a value of shape S (codegen_reduce.py). The kernel walks S with a
+primitives, converts, broadcast_in_dim, order-keeping reshapes, iota, zeros), and at most
+one reduction of a value of shape S (codegen_reduce.py). The kernel walks S with a
 grid-stride loop; each value is computed where it is needed, as a function of the element's
 coordinates: an elementwise equation at the coordinates of its result, a broadcast at the
 coordinates of its operand (0 on broadcast dims), a reshape at the coordinates of the same
@@ -68,7 +68,11 @@ class FusedKernel:
         self.eqns, self.invars, self.outvars = list(eqns), list(invars), list(outvars)
         self.in_avals = [v.aval for v in invars]
         self.out_avals = [v.aval for v in outvars]
-        reduction = eqns[-1] if eqns and red.is_reduction(eqns[-1].primitive) else None
+        reductions = [e for e in eqns if red.is_reduction(e.primitive)]
+        if len(reductions) > 1:
+            raise ValueError(f"fused kernel: a group has at most one reduction, got "
+                             f"{[e.primitive.name for e in reductions]}")
+        reduction = reductions[0] if reductions else None
         shape = (reduction.invars[0].aval.shape if reduction is not None
                  else self.out_avals[0].shape)
         self.shape, self.size = tuple(shape), math.prod(shape)

@@ -1,4 +1,4 @@
-"""The loops of a fused kernel that ends in a reduction (see codegen.py).
+"""The loops of a fused kernel that holds a reduction (see codegen.py).
 
 The group's values have the reduction operand's shape S; the reduced axes R hold Rn
 elements and the kept axes M outputs. Two schedules:

@@ -18,10 +18,11 @@ max, min, and, or, xor, argmax, argmin) of a value of shape S may end the group,
 reduction's result and any values of shape S read after it. Equations with effects never fuse.
 
 Grouping is greedy in program order: a fusable equation joins the group of one of its
-operands' producers when the shapes agree, the group is not ended by a reduction, and
-joining creates no cycle between steps (no path from the group to the equation through
-another step), and the other producers' groups of that shape merge with it on the same
-condition; otherwise it starts a group. Then a group whose values are read only by
+operands' producers, or else of another reader of one of its operands, when the shapes
+agree, the group has no reduction yet (or the equation is not one and does not read the
+reduction's result), and joining creates no cycle between steps (no path from the group
+to the equation through another step); the other producers' groups of that shape merge
+with it on the same condition. Otherwise it starts a group. Then a group whose values are read only by
 other groups (not ended by a reduction, holding no jaxpr output) is computed inside its
 readers: inside its one reader (a reshape to another shape, a row vector broadcast into a
 matrix), or, when 0-d, inside each of its readers (a learning rate read by every parameter's
@@ -94,10 +95,11 @@ def _reduction(eqn):
 
 
 class _Group:
-    __slots__ = ("id", "eqns", "shape", "closed", "first")
+    __slots__ = ("id", "eqns", "shape", "closed", "reduced", "first")
 
     def __init__(self, gid, eqn, shape, first):
         self.id, self.eqns, self.shape, self.closed, self.first = gid, [eqn], shape, False, first
+        self.reduced = None  # the result of the group's reduction (closed: it has one)
         # eqns: (position in the jaxpr, equation) pairs
 
 
@@ -113,31 +115,30 @@ def plan(jaxpr, **kernel_options):
     next_id = 0
     first = {}  # node -> position of its first equation (for the order)
     last_effect = None
+    readers = {}  # Var -> the groups that read it
     for i, eqn in enumerate(eqns):
         reads = {node_of[v] for v in eqn.invars if type(v) is Var and v in node_of}
         target = None
         is_red = _reduction(eqn)
         if is_red or fusable(eqn):
             shape = eqn.invars[0].aval.shape if is_red else eqn.outvars[0].aval.shape
-            for n in sorted(reads, key=lambda n: -first[n]):  # the latest producer first
-                g = groups.get(n)
-                if g is None or g.closed or g.shape != shape:
-                    continue
-                if not any(_reaches(deps, m, g.id) for m in reads if m != g.id):
-                    target = g
-                    break
+            producers = sorted(reads, key=lambda n: -first[n])  # the latest producer first
+            siblings = sorted({n for v in eqn.invars if type(v) is Var
+                               for n in readers.get(v, ())}, key=lambda n: -first[n])
+            target = next((groups[n] for n in producers + siblings if n in groups and
+                           _joinable(groups[n], eqn, is_red, shape, reads, deps)), None)
         if target is not None:
             target.eqns.append((i, eqn))
             deps[target.id] |= reads - {target.id}
             node = target.id
-            for n in sorted(reads - {node}, key=lambda n: first[n]):  # same-shape siblings
+            for n in sorted(reads - {node}, key=lambda n: first[n]):  # same-shape producers
                 g = groups.get(n)
-                if g is not None and not g.closed and g.shape == shape:
-                    _merge(groups, deps, first, node_of, g.id, node)
+                if g is not None and not g.closed and g.shape == shape and not (
+                        target.closed and node in deps[n]):
+                    _merge(groups, deps, first, node_of, readers, g.id, node)
         elif is_red or fusable(eqn):
             node, next_id = next_id, next_id + 1
-            groups[node] = _Group(node, (i, eqn), eqn.invars[0].aval.shape if is_red
-                                  else eqn.outvars[0].aval.shape, i)
+            groups[node] = _Group(node, (i, eqn), shape, i)
             deps[node], first[node] = set(reads), i
         else:
             node = ("e", i)
@@ -146,8 +147,12 @@ def plan(jaxpr, **kernel_options):
                 if last_effect is not None:
                     deps[node].add(last_effect)
                 last_effect = node
+        if node in groups:
+            for v in eqn.invars:
+                if type(v) is Var:
+                    readers.setdefault(v, set()).add(node)
         if is_red:
-            groups[node].closed = True
+            groups[node].closed, groups[node].reduced = True, eqn.outvars[0]
         for v in eqn.outvars:
             if type(v) is Var:
                 node_of[v] = node
@@ -184,7 +189,16 @@ def _inline_producers(groups, deps, first, out_nodes):
         del groups[p], users[p], first[p]
 
 
-def _merge(groups, deps, first, node_of, src, dst):
+def _joinable(g, eqn, is_red, shape, reads, deps):
+    """Whether `eqn` (reading nodes `reads`) may join group `g`: the same iteration shape,
+    at most one reduction per group and nothing in it reading the reduction's result, and no
+    cycle (no other node between `g` and the equation)."""
+    if g.shape != shape or (g.closed and (is_red or any(v is g.reduced for v in eqn.invars))):
+        return False
+    return not any(_reaches(deps, m, g.id) for m in reads if m != g.id)
+
+
+def _merge(groups, deps, first, node_of, readers, src, dst):
     """Merge group `src` into group `dst` unless that makes a cycle (a path between them
     through another step)."""
     if any(_reaches(deps, m, dst) for m in deps[src] if m != dst) or any(
@@ -201,6 +215,10 @@ def _merge(groups, deps, first, node_of, src, dst):
     for v, n in node_of.items():
         if n == src:
             node_of[v] = dst
+    for ns in readers.values():
+        if src in ns:
+            ns.discard(src)
+            ns.add(dst)
 
 
 def _reaches(deps, start, goal):
@@ -275,8 +293,9 @@ def _fused(group, read_by, outs, kernel_options):
                if type(v) is Var and (v in outs or read_by.get(v, set()) - {group.id})]
     if not outvars:
         return []
-    if red.is_reduction(eqns[-1].primitive) and eqns[-1].outvars[0] not in outvars:
-        eqns = eqns[:-1]  # nothing reads the reduction: an elementwise group
+    dead = [e for e in eqns if red.is_reduction(e.primitive) and e.outvars[0] not in outvars]
+    if dead:  # nothing reads the reduction: an elementwise group
+        eqns = [e for e in eqns if e is not dead[0]]
         invars = [v for v in invars if any(v in e.invars for e in eqns)]
     kernel = FusedKernel(eqns, invars, outvars, **kernel_options)
     return [Fused(kernel, invars, outvars, eqns)]

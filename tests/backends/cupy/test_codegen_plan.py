@@ -92,6 +92,17 @@ def test_values_read_later_are_stored_and_intermediates_are_not():
     check_dataflow(jaxpr, steps)
 
 
+def test_siblings_reading_one_input_share_a_kernel_even_after_a_reduction():
+    def f(x, y):
+        s = mt.numpy.sum(x * x, axis=1)
+        return s, mt.numpy.tanh(x) + y, mt.numpy.exp(y)
+
+    jaxpr, steps = plan_of(f, np.ones((3, 4), F32), np.ones((3, 4), F32))
+    assert kinds(steps) == [("F", ["mul", "reduce_sum", "tanh", "add", "exp"])]
+    assert [v.aval.shape for v in steps[0].outvars] == [(3,), (3, 4), (3, 4)]
+    check_dataflow(jaxpr, steps)
+
+
 def test_a_dot_between_elementwise_ops_splits_the_chain_without_a_cycle():
     def f(x, w):
         a = mt.numpy.exp(x)
