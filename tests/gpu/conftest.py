@@ -3,7 +3,8 @@ gradients.
 
     python -m pytest -m gpu tests/gpu -q                      # where CuPy sees a GPU
     MYTORCH_GPU_TWIN=1 python -m pytest -m gpu tests/gpu -q   # the GPU backend on its CPU
-                                                              # twin (kernels built by g++)
+                                                              # twin (kernels built by g++);
+                                                              # =2: two twin devices (pmap)
 
 `MYTORCH_GPU_TESTS_QUICK=1` samples the elementwise rows of the primitive table (see
 test_primitives.py) where device time is short.
@@ -22,7 +23,8 @@ import pytest
 
 import mytorch as mt
 
-TWIN = os.environ.get("MYTORCH_GPU_TWIN") == "1"
+_TWIN = os.environ.get("MYTORCH_GPU_TWIN", "")
+TWIN = int(_TWIN) if _TWIN.isdigit() else 0  # how many twin devices (0: a real GPU)
 DRY = os.environ.get("MYTORCH_GPU_TESTS_DRY") == "1"
 _FOUND = []  # the (kind, devices) or the skip reason, looked up once per session
 
@@ -39,7 +41,7 @@ def _lookup():
     if TWIN:
         from mytorch.backends.cupy import use_twin
 
-        use_twin()
+        use_twin(TWIN)
     try:
         found = mt.devices("gpu")
     except RuntimeError as e:
