@@ -42,6 +42,10 @@ from mytorch.core.jaxpr import JaxprEqn, Var
 from mytorch.lax import structural as st
 
 
+# a kernel's arguments (a pointer per input and output) stay far below CUDA's 32 KiB
+MAX_GROUP_EQNS = 256
+
+
 @dataclasses.dataclass
 class Fused:
     """A fused group: `kernel` computes `outvars` from `invars`; `eqns` in program order."""
@@ -195,12 +199,16 @@ def _joinable(g, eqn, is_red, shape, reads, deps):
     cycle (no other node between `g` and the equation)."""
     if g.shape != shape or (g.closed and (is_red or any(v is g.reduced for v in eqn.invars))):
         return False
+    if len(g.eqns) >= MAX_GROUP_EQNS:
+        return False
     return not any(_reaches(deps, m, g.id) for m in reads if m != g.id)
 
 
 def _merge(groups, deps, first, node_of, readers, src, dst):
     """Merge group `src` into group `dst` unless that makes a cycle (a path between them
     through another step)."""
+    if len(groups[src].eqns) + len(groups[dst].eqns) > MAX_GROUP_EQNS:
+        return
     if any(_reaches(deps, m, dst) for m in deps[src] if m != dst) or any(
             _reaches(deps, m, src) for m in deps[dst] if m != src):
         return

@@ -103,6 +103,17 @@ def test_siblings_reading_one_input_share_a_kernel_even_after_a_reduction():
     check_dataflow(jaxpr, steps)
 
 
+def test_groups_are_capped_in_size():
+    def f(lr, *xs):
+        return [x * lr + 1.0 for x in xs]
+
+    xs = [np.ones(4, F32)] * 150
+    jaxpr, steps = plan_of(f, np.float32(0.1), *xs)
+    sizes = [len(s.eqns) for s in steps]
+    assert sum(sizes) == 300 and max(sizes) <= fusion.MAX_GROUP_EQNS and len(steps) == 2
+    check_dataflow(jaxpr, steps)
+
+
 def test_a_dot_between_elementwise_ops_splits_the_chain_without_a_cycle():
     def f(x, w):
         a = mt.numpy.exp(x)
