@@ -58,7 +58,8 @@ class FusedKernel:
       signatures: {name: arg types}: one "ptr" per input, then one per output.
       in_avals, out_avals: ShapedArrays of the inputs and outputs (outputs in the order of
         the group's outvars).
-      index64: whether indices are 64-bit. vec: elements per thread step (1: scalar).
+      index64: whether indices are 64-bit. vec: elements per thread step (1: scalar);
+      vector_inputs: the inputs loaded `vec` at a time (aligned to `vec` elements).
       strategy: "elementwise", or "thread" / "block" (a thread or a block per reduced output).
       block: the block size a launch uses (fixed for "block": its shared array's size).
     """
@@ -98,9 +99,10 @@ class FusedKernel:
                      for j, a in enumerate(self.out_avals)])
         if reduction is None:
             self.strategy, self.block = "elementwise", BLOCK
-            body, self.vec = _elementwise_body(self, producers, inputs, idx_t, vectorize)
+            body, self.vec, self.vector_inputs = _elementwise_body(self, producers, inputs,
+                                                                   idx_t, vectorize)
         else:
-            self.vec = 1
+            self.vec, self.vector_inputs = 1, frozenset()
             self.strategy, self.block, body = red.reduction_body(
                 self, reduction, producers, inputs, idx_t, reduce_strategy, reduce_block)
         stem = "_".join(p for p in prims[:3])
@@ -137,7 +139,7 @@ class FusedKernel:
                 raise ValueError(f"{self.name}: input {j} must be {a.str_short()}, got "
                                  f"{np.dtype(x.dtype)}{list(x.shape)}")
             x = xp.ascontiguousarray(x)
-            if self.vec > 1 and _address(x) % (self.vec * x.dtype.itemsize):
+            if j in self.vector_inputs and _address(x) % (self.vec * x.dtype.itemsize):
                 x = x.copy()
             args.append(x)
         outs = [_empty(xp, a.shape, a.dtype) for a in self.out_avals]
@@ -170,7 +172,8 @@ def _empty(xp, shape, dtype):
 
 
 def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
-    """The grid-stride loop of an elementwise kernel, and its vector width."""
+    """The grid-stride loop of an elementwise kernel, its vector width and the inputs it
+    loads as vectors."""
     n = kernel.size
     root = Index(kernel.shape, linear="i")
     probe = Emitter(producers, inputs, idx_t)
@@ -195,7 +198,7 @@ def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
         em = Emitter(producers, inputs, idx_t)
         stores = [f"out{j}[i] = {em.value(v, root)};" for j, v in enumerate(kernel.outvars)]
         inner = "".join(f"    {s}\n" for s in em.lines + stores)
-        return f"  for ({idx_t} i = {tid}; i < {n}; i += {step}) {{\n{inner}  }}\n", 1
+        return f"  for ({idx_t} i = {tid}; i < {n}; i += {step}) {{\n{inner}  }}\n", 1, frozenset()
     em = Emitter(producers, inputs, idx_t,
                  load=lambda j, lin: f"vin{j}.v[k]" if lin == "i" else f"in{j}[{lin}]")
     stores = [f"vout{j}.v[k] = {em.value(v, root)};" for j, v in enumerate(kernel.outvars)]
@@ -209,7 +212,7 @@ def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
     lines += [f"      {s}" for s in em.lines + stores]
     lines += ["    }"] + [f"    (({t}*)out{j})[j] = vout{j};" for j, t in enumerate(ot)]
     lines += ["  }"]
-    return "\n".join(lines) + "\n", k
+    return "\n".join(lines) + "\n", k, frozenset(loaded)
 
 
 def module_source(kernels):

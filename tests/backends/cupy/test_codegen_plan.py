@@ -332,3 +332,17 @@ def test_twin_launches_from_several_threads_do_not_mix(tmp_path):
         for k, sums, e in pool.map(work, range(12)):
             np.testing.assert_allclose(sums, ((x * (k + 1)) ** 2).sum(1), rtol=1e-5)
             np.testing.assert_allclose(e, np.exp(y / (k + 1000)), rtol=1e-6)
+
+
+@needs_gxx
+def test_misaligned_inputs_of_vectorised_kernels_are_copied_first(tmp_path):
+    k = fusion.elementwise_kernel(ew.mul_p, [ShapedArray((32,), F32)] * 2, {})
+    assert k.vec == 4 and k.vector_inputs == {0, 1}
+    fns = twin_mod.TwinRuntime(cache=tmp_path).compile(codegen.module_source([k]),
+                                                       codegen.signatures([k]))
+    base = np.arange(40, dtype=F32)
+    x, y = base[1:33], base[3:35]  # contiguous views, not 16-byte aligned
+    assert x.ctypes.data % 16 and y.ctypes.data % 16
+    (out,) = k.run(fns, np, [x, y])
+    np.testing.assert_array_equal(out, x * y)
+    assert out.ctypes.data % 16 == 0
