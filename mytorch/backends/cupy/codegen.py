@@ -23,9 +23,11 @@ and shapes are constants folded into the source). Only the group's outputs are s
     }
 
 Indices are 32-bit unless the iteration space (plus a grid's stride) exceeds 2**31 - 1
-elements. Elementwise kernels whose size is a multiple of the vector width K (16 bytes over
-the widest stored or loaded element, at least 2) move K contiguous elements per thread per
-step: group inputs of shape S and outputs as one aligned `mt_vec<T, K>` load or store.
+elements. Elementwise kernels move K contiguous elements per thread per step (K: 16 bytes
+over the widest stored or vector-loaded element, 2 to 8): group inputs of shape S and
+outputs as one aligned `mt_vec<T, K>` load or store; when the size is not a multiple of K
+(from VECTOR_TAIL_MIN elements on; smaller such kernels stay scalar) a scalar loop does the
+last elements.
 """
 
 import hashlib
@@ -41,6 +43,7 @@ INT32_LIMIT = 2**31 - 1
 MAX_GRID = 8192  # blocks of a grid-stride launch
 MAX_STRIDE = MAX_GRID * 1024  # the largest grid stride any launch uses (in vectors or elements)
 BLOCK = 256
+VECTOR_TAIL_MIN = 4096  # sizes not a multiple of the vector width vectorise from here on
 
 # helpers the generated kernels share (after expressions.PRELUDE in a module)
 CODEGEN_PRELUDE = r"""
@@ -190,15 +193,20 @@ def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
     widest = max([kernel.in_avals[j].dtype.itemsize for j in loaded]
                  + [a.dtype.itemsize for a in kernel.out_avals])
     k = min(8, 16 // widest) if vectorize else 1
-    if k < 2 or n % k or n < k:
+    if k < 2 or n < k or (n % k and n < VECTOR_TAIL_MIN):
         k = 1
     tid = f"({idx_t})blockIdx.x * blockDim.x + threadIdx.x"
     step = f"({idx_t})blockDim.x * gridDim.x"
-    if k == 1:
+
+    def scalar_loop(start):
         em = Emitter(producers, inputs, idx_t)
         stores = [f"out{j}[i] = {em.value(v, root)};" for j, v in enumerate(kernel.outvars)]
         inner = "".join(f"    {s}\n" for s in em.lines + stores)
-        return f"  for ({idx_t} i = {tid}; i < {n}; i += {step}) {{\n{inner}  }}\n", 1, frozenset()
+        first = tid if start == 0 else f"{start} + {tid}"
+        return f"  for ({idx_t} i = {first}; i < {n}; i += {step}) {{\n{inner}  }}\n"
+
+    if k == 1:
+        return scalar_loop(0), 1, frozenset()
     em = Emitter(producers, inputs, idx_t,
                  load=lambda j, lin: f"vin{j}.v[k]" if lin == "i" else f"in{j}[{lin}]")
     stores = [f"vout{j}.v[k] = {em.value(v, root)};" for j, v in enumerate(kernel.outvars)]
@@ -212,7 +220,10 @@ def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
     lines += [f"      {s}" for s in em.lines + stores]
     lines += ["    }"] + [f"    (({t}*)out{j})[j] = vout{j};" for j, t in enumerate(ot)]
     lines += ["  }"]
-    return "\n".join(lines) + "\n", k, frozenset(loaded)
+    body = "\n".join(lines) + "\n"
+    if n % k:  # the last n % k elements, one per thread
+        body += f"  /* the last {n % k} elements */\n" + scalar_loop(n - n % k)
+    return body, k, frozenset(loaded)
 
 
 def module_source(kernels):

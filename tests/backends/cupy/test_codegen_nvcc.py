@@ -48,6 +48,8 @@ def corpus_kernels():
     rng = np.random.default_rng(0)
     for f, args in corpus._broadcast_corpus(rng):
         kernels += _kernels_of(f, *args) + _kernels_of(f, *args, index64=True)
+    x, b = np.zeros((3, 1367), np.float32), np.zeros(1367, np.float16)  # a vector tail
+    kernels += _kernels_of(lambda x, b: x * 2.0 + b.astype(np.float32), x, b)
     for f, x in corpus._arg_corpus(rng):
         for strategy in ("thread", "block"):
             kernels += _kernels_of(f, x, reduce_strategy=strategy)

@@ -516,3 +516,15 @@ def test_random_programs_plan_and_run_like_numpy(runtime, program, outs):
         assert all(type(v) is not Var or v in defined for v in reads)
         defined |= set(s.outvars if isinstance(s, fusion.Fused) else s.eqn.outvars)
     assert all(type(v) is not Var or v in defined for v in jaxpr.outvars)
+
+
+def test_vector_loops_leave_the_last_elements_to_a_scalar_loop(runtime):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((3, 1367)).astype(np.float32)   # 4101 = 4 * 1025 + 1
+    b = rng.standard_normal(1367).astype(np.float16)
+    cases = [(*trace(lambda x, b: (x * 2.0 + b.astype(np.float32), (x > 0).astype(np.int8)),
+                     x, b), [x, b])]
+    (steps,) = check_plans(runtime, cases)
+    (step,) = [s for s in steps if isinstance(s, fusion.Fused)]
+    assert step.kernel.vec == 4 and "the last 1 elements" in step.kernel.source
+    (steps,) = check_plans(runtime, cases, grid=1)
