@@ -1,8 +1,9 @@
-"""Evaluate C expression templates on the host: a C file per case list, built with the host C
-compiler and run; results come back as the bits of each element. `cuda_source` and
+"""Evaluate C expression templates on the host: a C++ file per case list, built with the host
+C++ compiler and run; results come back as the bits of each element. `cuda_source` and
 `build_cuda` make the same program for the GPU, each case one kernel, built with nvcc.
 
-The shim maps the CUDA names the expressions use onto host C:
+The shim is the CPU twin's (mytorch/backends/cupy/twin.py), so the expressions are checked
+as the twin builds generated kernels. It maps the CUDA names the expressions use onto C++:
 - `__half` is GCC's `_Float16` (conversions from float and double round to nearest even,
   directly, as CUDA's `__float2half_rn` and `__double2half` do); `__half2float`,
   `__half_as_ushort`, `__ushort_as_half`;
@@ -11,47 +12,24 @@ The shim maps the CUDA names the expressions use onto host C:
   `__bfloat16_as_ushort`, `__ushort_as_bfloat16`;
 - the prelude's `mt_f32_bits` & co. use memcpy on the host instead of CUDA's intrinsics.
 Everything else (libm functions, integer and float arithmetic, the prelude's complex
-structs) is plain C. A 16-byte result (complex128) prints as two words, low word first.
+structs) is plain C, compiled as C++17. A 16-byte result (complex128) prints as two words,
+low word first.
 """
 
 import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 
-SHIM = r"""
-#include <math.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <string.h>
-typedef _Float16 __half;
-typedef struct { unsigned short x; } __nv_bfloat16;
-static inline float __half2float(__half h) { return (float)h; }
-static inline __half __float2half_rn(float f) { return (__half)f; }
-static inline __half __double2half(double d) { return (__half)d; }
-static inline unsigned short __half_as_ushort(__half h) {
-  unsigned short u; memcpy(&u, &h, 2); return u;
-}
-static inline __half __ushort_as_half(unsigned short u) { __half h; memcpy(&h, &u, 2); return h; }
-static inline float __bfloat162float(__nv_bfloat16 b) {
-  unsigned int u = (unsigned int)b.x << 16; float f; memcpy(&f, &u, 4); return f;
-}
-static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
-  unsigned int u; __nv_bfloat16 b; memcpy(&u, &f, 4);
-  if (f != f) { b.x = (unsigned short)((u >> 16) | 0x40); return b; }
-  b.x = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); return b;
-}
-static inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.x; }
-static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) {
-  __nv_bfloat16 b; b.x = u; return b;
-}
-"""
+from mytorch.backends.cupy import twin
+
+# the CPU twin's shim (C++), so the expressions are checked as the twin compiles them
+SHIM = twin.SHIM + "#include <cstdio>\n"
 
 
 def compiler():
-    """The host C compiler's path, or None."""
-    return shutil.which("gcc") or shutil.which("cc")
+    """The host C++ compiler's path, or None."""
+    return twin.compiler()
 
 
 def _array(name, values):
@@ -93,10 +71,10 @@ def run(cc, workdir, name, prelude, ctype, cases):
     """Compile and run the program of `cases`: [array of result bits (uint64) per case],
     of shape (n,), or (n, 2) for a 16-byte dtype (low word first)."""
     workdir = pathlib.Path(workdir)
-    c_file, exe = workdir / f"{name}.c", workdir / name
+    c_file, exe = workdir / f"{name}.cpp", workdir / name
     c_file.write_text(source(prelude, ctype, cases))
-    subprocess.run([cc, "-O0", "-fno-fast-math", "-std=gnu11", "-w", str(c_file), "-o",
-                    str(exe), "-lm"], check=True, capture_output=True, text=True)
+    subprocess.run([cc, "-x", "c++", "-std=c++17", "-O0", "-fno-fast-math", "-w", str(c_file),
+                    "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     return parse(out, cases)
 
