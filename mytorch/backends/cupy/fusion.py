@@ -126,11 +126,7 @@ def plan(jaxpr, **kernel_options):
         is_red = _reduction(eqn)
         if is_red or fusable(eqn):
             shape = eqn.invars[0].aval.shape if is_red else eqn.outvars[0].aval.shape
-            producers = sorted(reads, key=lambda n: -first[n])  # the latest producer first
-            siblings = sorted({n for v in eqn.invars if type(v) is Var
-                               for n in readers.get(v, ())}, key=lambda n: -first[n])
-            target = next((groups[n] for n in producers + siblings if n in groups and
-                           _joinable(groups[n], eqn, is_red, shape, reads, deps)), None)
+            target = _choose_group(eqn, is_red, shape, reads, groups, readers, deps, first)
         if target is not None:
             target.eqns.append((i, eqn))
             deps[target.id] |= reads - {target.id}
@@ -191,6 +187,16 @@ def _inline_producers(groups, deps, first, out_nodes):
         for d in deps.pop(p):
             users[d].discard(p)
         del groups[p], users[p], first[p]
+
+
+def _choose_group(eqn, is_red, shape, reads, groups, readers, deps, first):
+    """The group `eqn` joins, or None: a producer's group (the latest first), else the group
+    of another reader of one of its operands."""
+    producers = sorted(reads, key=lambda n: -first[n])
+    siblings = sorted({n for v in eqn.invars if type(v) is Var for n in readers.get(v, ())},
+                      key=lambda n: -first[n])
+    return next((groups[n] for n in producers + siblings if n in groups and
+                 _joinable(groups[n], eqn, is_red, shape, reads, deps)), None)
 
 
 def _joinable(g, eqn, is_red, shape, reads, deps):
