@@ -38,7 +38,9 @@ import numpy as np
 from mytorch.backends.cupy import codegen_reduce as red
 from mytorch.backends.cupy import expressions as cx
 from mytorch.backends.cupy.codegen_emit import Emitter, Index
+from mytorch.core import dtypes
 
+_BF16 = np.dtype(dtypes.bfloat16)
 INT32_LIMIT = 2**31 - 1
 MAX_GRID = 8192  # blocks of a grid-stride launch
 MAX_STRIDE = MAX_GRID * 1024  # the largest grid stride any launch uses (in vectors or elements)
@@ -138,7 +140,7 @@ class FusedKernel:
             raise TypeError(f"{self.name} takes {len(self.in_avals)} inputs, got {len(inputs)}")
         args = []
         for j, (x, a) in enumerate(zip(inputs, self.in_avals, strict=True)):
-            if tuple(x.shape) != a.shape or np.dtype(x.dtype) != a.dtype:
+            if tuple(x.shape) != a.shape or not _holds(x.dtype, a.dtype):
                 raise ValueError(f"{self.name}: input {j} must be {a.str_short()}, got "
                                  f"{np.dtype(x.dtype)}{list(x.shape)}")
             x = xp.ascontiguousarray(x)
@@ -156,6 +158,13 @@ def _short(shape):
     return "[" + ",".join(map(str, shape)) + "]"
 
 
+def _holds(have, want):
+    """Whether a buffer of dtype `have` holds elements of `want` (bfloat16 may be kept as
+    its 16 bits where the array module has no bfloat16)."""
+    have, want = np.dtype(have), np.dtype(want)
+    return have == want or (want == _BF16 and have == np.uint16)
+
+
 def _address(x):
     if isinstance(x, np.ndarray):
         return x.ctypes.data
@@ -166,7 +175,12 @@ def _empty(xp, shape, dtype):
     """An uninitialised array, 16-byte aligned (NumPy's allocator promises less for small
     arrays; CuPy's pool gives 256-byte alignment)."""
     if xp is not np:
-        return xp.empty(shape, dtype)
+        try:
+            return xp.empty(shape, dtype)
+        except TypeError:  # no bfloat16 in this array module: its bits
+            if np.dtype(dtype) != _BF16:
+                raise
+            return xp.empty(shape, np.uint16)
     dtype = np.dtype(dtype)
     n = math.prod(shape) * dtype.itemsize
     raw = np.empty(n + 16, np.uint8)
