@@ -13,22 +13,23 @@ Fusable equations: elementwise primitives on the dtypes that have a CUDA express
 (expressions.py), `add_any`, `zeros`, `broadcast_in_dim`, reshapes that keep the row-major
 order (`reshape` without `dimensions`, `squeeze`) and `iota`. A group has an iteration
 shape S and all of its outputs have that shape (a value of another shape starts another
-group, which may later be computed inside its readers, below); a reduction (sum, product,
-max, min, and, or, xor, argmax, argmin) of a value of shape S may end the group, whose outputs are then the
-reduction's result and any values of shape S read after it. Equations with effects never fuse.
+group, which may later be computed inside its readers, below); one reduction (sum,
+product, max, min, and, or, xor, argmax, argmin) of a value of shape S may be part of it,
+whose result is then an output too. Equations with effects never fuse.
 
 Grouping is greedy in program order: a fusable equation joins the group of one of its
 operands' producers, or else of another reader of one of its operands, when the shapes
 agree, the group has no reduction yet (or the equation is not one and does not read the
 reduction's result), and joining creates no cycle between steps (no path from the group
 to the equation through another step); the other producers' groups of that shape merge
-with it on the same condition. Otherwise it starts a group. Then a group whose values are read only by
-other groups (not ended by a reduction, holding no jaxpr output) is computed inside its
-readers: inside its one reader (a reshape to another shape, a row vector broadcast into a
-matrix), or, when 0-d, inside each of its readers (a learning rate read by every parameter's
-update); nothing of it is stored. A group left with nothing but reshapes (squeezes,
-broadcasts that only add size-1 dims) stays a list of Eqn steps: the backend runs them as
-views. Steps are then ordered topologically, each as early as the program order allows.
+with it on the same condition. Otherwise it starts a group. Groups hold at most
+MAX_GROUP_EQNS equations. Then a group whose values are read only by other groups (holding
+no reduction and no jaxpr output) is computed inside its readers: inside its one reader (a
+reshape to another shape, a row vector broadcast into a matrix), or, when 0-d, inside each
+of its readers (a learning rate read by every parameter's update); nothing of it is
+stored. A group left with nothing but reshapes (squeezes, broadcasts that only add size-1
+dims) stays a list of Eqn steps: the backend runs them as views. Steps are then ordered
+topologically, each as early as the program order allows.
 """
 
 import dataclasses
@@ -277,7 +278,7 @@ def _schedule(jaxpr, eqns, groups, deps, first, kernel_options):
             waiting[u] -= 1
             if waiting[u] == 0:
                 heapq.heappush(ready, (first[u], str(u), u))
-    assert all(k == 0 for k in waiting.values()), "fusion: the steps depend on each other in a cycle"
+    assert all(k == 0 for k in waiting.values()), "fusion: steps depend on each other in a cycle"
     return steps
 
 
