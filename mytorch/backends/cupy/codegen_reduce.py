@@ -99,10 +99,11 @@ def fusable_reduction(eqn):
 
 
 def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
-    """(strategy, block size, loops) of a kernel whose group ends in the reduction `eqn`;
+    """(strategy, block size, loops) of a kernel whose group holds the reduction `eqn`;
     `strategy` None picks "thread" or "block" from the extents, `block` None a block size
-    (1024 threads for fewer than 256 outputs of at least 65536 elements each). Sets
-    `kernel.out_size` (the number of reduced outputs)."""
+    (the power of two at or above the reduced extent, 32 to 256 threads; 1024 for fewer
+    than 256 outputs of at least 65536 elements each). Sets `kernel.out_size` (the number
+    of reduced outputs)."""
     x, out = eqn.invars[0], eqn.outvars[0]
     shape, axes = x.aval.shape, tuple(eqn.params["axes"])
     kept = [d for d in range(len(shape)) if d not in axes]
@@ -118,8 +119,9 @@ def reduction_body(kernel, eqn, producers, inputs, idx_t, strategy, block):
                          f"{strategy!r}")
     if strategy == "thread":
         block = BLOCK
-    elif block is None:
-        block = WIDE_BLOCK if m < 256 and rn >= 65536 else BLOCK
+    elif block is None:  # no more threads than elements (a power of two, 32 to 1024)
+        block = WIDE_BLOCK if m < 256 and rn >= 65536 else min(BLOCK, max(
+            32, 1 << (rn - 1).bit_length()))
     elif block < 1 or block & (block - 1):
         raise ValueError(f"fused reduction: the block size must be a power of two, got {block}")
     fold = _Fold(eqn)

@@ -114,6 +114,18 @@ def test_groups_are_capped_in_size():
     check_dataflow(jaxpr, steps)
 
 
+def test_reduction_schedules_and_block_sizes_follow_the_extents():
+    def schedule(shape, axis):
+        jaxpr, steps = plan_of(lambda x: mt.numpy.sum(x, axis=axis), np.ones(shape, F32))
+        return steps[0].kernel.strategy, steps[0].kernel.block
+
+    assert schedule((100, 64), 1) == ("thread", 256)       # short rows
+    assert schedule((100, 65), 1) == ("block", 128)        # no more threads than elements
+    assert schedule((100, 1000), 1) == ("block", 256)
+    assert schedule((3000, 2048), 0) == ("thread", 256)    # a column sum, many outputs
+    assert schedule((4, 70000), 1) == ("block", 1024)      # few long rows
+
+
 def test_a_dot_between_elementwise_ops_splits_the_chain_without_a_cycle():
     def f(x, w):
         a = mt.numpy.exp(x)
