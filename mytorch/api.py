@@ -128,15 +128,19 @@ process_count = distributed.process_count
 def device_put(x, device=None):
     """Copy a pytree of arrays (or NumPy values) to `device` (default: the default device)."""
 
+    committed = device is not None  # placed on purpose (see ArrayImpl)
+
     def put(leaf):
         if isinstance(leaf, ArrayImpl):
-            if device is None or leaf.device is device:
+            if device is None:
                 return leaf
-            transfer = getattr(device.backend, "transfer", None)
-            if transfer is not None and leaf.device.backend is device.backend:
-                return ArrayImpl(transfer(leaf._buf, device), leaf.weak_type, device)
-            return from_numpy(np.asarray(leaf), leaf.dtype, leaf.weak_type, device)
-        return from_numpy(leaf, device=device)
+            if leaf.device is device:
+                return leaf if leaf._committed or type(leaf) is not ArrayImpl else \
+                    ArrayImpl(leaf._buf, leaf.weak_type, device, True)
+            return ArrayImpl(leaf._on(device), leaf.weak_type, device, True)
+        out = from_numpy(leaf, device=device)
+        out._committed = committed
+        return out
 
     return tree_util.tree_map(put, x)
 

@@ -31,6 +31,7 @@ from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import default_device
 from mytorch.core.config import config
 from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
+from mytorch.core.source_info import user_error
 from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
 from mytorch.errors import NonHashableStaticArgError, RetraceWarning
 from mytorch.jit_rules import jit_p
@@ -290,8 +291,7 @@ class JitFunction:
         avals = tuple(_struct_aval(x) if abstract and _is_struct(x) else aval_of(x)
                       for x in leaves)
         donated = self._donated_leaves(args, static_nums, dyn_kwargs) if self._donate else ()
-        device = leaves[0].device if leaves and type(leaves[0]) is ArrayImpl else (
-            default_device() if abstract and leaves and _is_struct(leaves[0]) else None)
+        device = _device_of(leaves, abstract)
         key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
                tuple(static_vals), donated, device, config.values())
         entry = self._entries.get(key)
@@ -393,6 +393,23 @@ class JitFunction:
     def clear_cache(self):
         self._fast.clear()
         self._entries.clear()
+
+
+def _device_of(leaves, abstract):
+    """The device a call on `leaves` compiles for: that of the first committed array
+    (placed on purpose: see ArrayImpl), else of the first leaf when it is an array."""
+    placed = [x for x in leaves if type(x) is ArrayImpl and x._committed]
+    for x in placed:
+        if x.device is not placed[0].device:
+            raise user_error(ValueError, (
+                f"jit: its arguments are on different devices: {placed[0].aval.str_short()} "
+                f"on {placed[0].device!r} and {x.aval.str_short()} on {x.device!r}; move one "
+                "with mt.device_put(x, device)"))
+    if placed:
+        return placed[0].device
+    if leaves and isinstance(leaves[0], ArrayImpl):
+        return leaves[0].device
+    return default_device() if abstract and leaves and _is_struct(leaves[0]) else None
 
 
 def _is_struct(x):

@@ -44,14 +44,15 @@ class Executable:
         self._donate = self.device.backend.donate
 
     def call(self, args):
+        dev = self.device
         if any(self.donated):
-            bufs = [_take(a, self.name, self._donate) if d else a._buf
+            bufs = [_take(a, self.name, self._donate) if d else _buffer(a, dev)
                     for a, d in zip(args, self.donated)]
         else:
-            bufs = [a._buf for a in args]
+            bufs = [_buffer(a, dev) for a in args]
+        committed = any(a._committed for a in args)
         outs = self.fn(*bufs)
-        dev = self.device
-        return [ArrayImpl(o, w, dev) for o, w in zip(outs, self.out_weak)]
+        return [ArrayImpl(o, w, dev, committed) for o, w in zip(outs, self.out_weak)]
 
     def make_runner(self, out_tree):
         """A function of the positional arrays returning the output pytree, as tight as
@@ -65,9 +66,11 @@ class Executable:
                 lines.append(f"    b{i} = _take({a}, _name, _donate)")
                 bufs.append(f"b{i}")
             else:
-                bufs.append(f"{a}._buf")
+                bufs.append(f"({a}._buf if {a}._device is dev else _buffer({a}, dev))")
         lines.append(f"    r = fn({', '.join(bufs)})")
-        wraps = [f"AI(r[{j}], {w}, dev)" for j, w in enumerate(self.out_weak)]
+        committed = " or ".join(f"{a}._committed" for a in names) or "False"
+        lines.append(f"    c = {committed}")
+        wraps = [f"AI(r[{j}], {w}, dev, c)" for j, w in enumerate(self.out_weak)]
         n_out = len(wraps)
         if out_tree.num_nodes == 1 and out_tree.num_leaves == 1:
             lines.append(f"    return {wraps[0]}")
@@ -78,6 +81,7 @@ class Executable:
         else:
             lines.append(f"    return unflatten(tree, [{', '.join(wraps)}])")
         ns = {"fn": self.fn, "AI": ArrayImpl, "dev": self.device, "_take": _take,
+              "_buffer": _buffer,
               "_donate": self._donate, "_name": self.name, "unflatten": tree_unflatten,
               "tree": out_tree}
         exec(compile("\n".join(lines), f"<jit runner {self.name}>", "exec"), ns)
@@ -88,6 +92,14 @@ class Executable:
 def _flat_structure(kind, n):
     """The tree structure of a tuple (or list) of `n` leaves."""
     return tree_structure(kind(range(n)))
+
+
+def _buffer(array, device):
+    """The array's buffer on `device`: its own, or a copy of an array that lives elsewhere
+    (an uncommitted argument, a sharded array's host stack)."""
+    if array._device is device and type(array) is ArrayImpl:
+        return array._buf
+    return array._on(device)
 
 
 def _take(array, name, donate):

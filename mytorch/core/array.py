@@ -83,14 +83,20 @@ class DonatedBuffer:
 
 
 class ArrayImpl(Array):
-    """A concrete array: a backend buffer on one device, plus its weak-type flag."""
+    """A concrete array: a backend buffer on one device, plus its weak-type flag.
 
-    __slots__ = ("_buf", "_weak", "_device")
+    `committed` (as JAX's): the array was placed on its device on purpose (`device_put`
+    to a device, or computed from committed operands). An uncommitted array (made from a
+    Python or NumPy value on the default device) follows committed operands of an
+    operation to their device; committed operands on two devices are an error."""
 
-    def __init__(self, buf, weak_type=False, device=None):
+    __slots__ = ("_buf", "_weak", "_device", "_committed")
+
+    def __init__(self, buf, weak_type=False, device=None, committed=False):
         self._buf = buf
         self._weak = weak_type
         self._device = device
+        self._committed = committed
 
     @property
     def shape(self):
@@ -114,6 +120,21 @@ class ArrayImpl(Array):
 
     def devices(self):
         return {self.device}
+
+    @property
+    def committed(self):
+        """Whether the array was placed on its device on purpose (see the class)."""
+        return self._committed
+
+    def _on(self, device):
+        """The buffer of this array's value on `device` (itself where it is there)."""
+        if self._device is device:
+            return self._buf
+        transfer = getattr(device.backend, "transfer", None)
+        if transfer is not None and self._device is not None \
+                and self._device.backend is device.backend:
+            return transfer(self._buf, device)
+        return device.backend.put(self._host(), device)
 
     def _host(self):
         """The value as a host NumPy array (no copy on the CPU)."""

@@ -36,6 +36,12 @@ class ShardedArray(ArrayImpl):
         self._gathered, self._gather = None, gather
         self._weak = aval.weak_type
         self._device = next(d for d, s in zip(self._devices, self._shards) if s is not None)
+        self._committed = True
+
+    def _on(self, device):
+        """The stacked value as a buffer of `device` (the gathered buffer is on the host)."""
+        buf = self._buf
+        return buf if device.platform == "cpu" else device.backend.put(buf, device)
 
     # the gathered buffer stands in for ArrayImpl's: computed on first use
     @property

@@ -254,17 +254,24 @@ class EvalTrace(Trace):
         for a in arrays:
             if a._device is not device:  # rare: an array without a device, or mixed devices
                 device = _common_device(prim, arrays)
+                bufs = [a._on(device) for a in arrays]
+                break
+        else:
+            bufs = [a._buf for a in arrays]
+        committed = False
+        for a in arrays:
+            if a._committed:
+                committed = True
                 break
         backend = device.backend
         if prim.kind == "call":  # compiled as one equation (see Backend.call_kernel)
-            outs = backend.call_kernel(prim, [a.aval for a in arrays], params, device)(
-                *[a._buf for a in arrays])
+            outs = backend.call_kernel(prim, [a.aval for a in arrays], params, device)(*bufs)
         else:
-            outs = backend.kernel(prim)(*[a._buf for a in arrays], **params)
+            outs = backend.kernel(prim)(*bufs, **params)
             if not prim.multiple_results:
                 outs = (outs,)
         results = [
-            ArrayImpl(backend.coerce(o, aval.dtype), aval.weak_type, device)
+            ArrayImpl(backend.coerce(o, aval.dtype), aval.weak_type, device, committed)
             for o, aval in zip(outs, out_avals, strict=True)
         ]
         if _debug_nans[0]:
@@ -294,12 +301,19 @@ def _check_nans(prim, args, results):
 
 
 def _common_device(prim, arrays):
-    """The device an eager `prim` on `arrays` runs on: that of its operands, where a 0-d
-    array (a Python number, a constant the library made on the default device) or a
-    sharded array (gathered on the host) follows the others. Operands of more than one
-    element on two different devices are an error."""
-    committed = [a for a in arrays if type(a) is ArrayImpl and a._buf.shape]
-    device = committed[0].device if committed else arrays[0].device
+    """The device an eager `prim` on `arrays` runs on: that of its committed operands (see
+    ArrayImpl), else that of its first operand with a shape. Uncommitted operands, 0-d
+    ones (a Python number, a constant) and sharded arrays (gathered on the host) follow
+    and are copied there. Committed operands of more than one element on two different
+    devices are an error naming both."""
+    placed = [a for a in arrays if type(a) is ArrayImpl and a._committed]
+    committed = [a for a in placed if a._buf.shape]
+    if not committed:
+        if placed:  # only 0-d ones: the first
+            return placed[0].device
+        shaped = [a for a in arrays if type(a) is ArrayImpl and a._buf.shape]
+        return shaped[0].device if shaped else arrays[0].device
+    device = committed[0].device
     for a in committed:
         if a.device is not device:
             raise user_error(ValueError, (

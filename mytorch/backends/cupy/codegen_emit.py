@@ -18,7 +18,10 @@ class Index:
     __slots__ = ("shape", "dims", "linear")
 
     def __init__(self, shape, dims=None, linear=None):
-        self.shape, self.dims, self.linear = tuple(shape), dims, linear
+        shape = tuple(shape)
+        if not shape and dims is None and linear is None:  # a 0-d value's one element
+            dims = ()
+        self.shape, self.dims, self.linear = shape, dims, linear
 
     def key(self):
         return ("L", self.linear) if self.linear is not None else ("D", self.dims)

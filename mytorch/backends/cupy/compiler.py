@@ -46,7 +46,7 @@ def generate(jaxpr, consts, options, backend):
         raise user_error(ValueError, f"jit({options.name}): unknown GPU backend option "
                                      f"{bad[0]!r}; known: {list(_KNOWN_OPTIONS)}")
     program = Program(jaxpr, consts, options, backend)
-    run = program.run
+    run = program.run_arguments
     if dict(options.backend_options).get("cuda_graph"):
         if program.host_steps:
             raise user_error(ValueError, (
@@ -233,6 +233,16 @@ class Program:
                     env[i] = None
             return [r(env) for r in self.outs]
 
+    def run_arguments(self, *bufs):
+        """`run` on a call's arguments, where a buffer of another device or of the host (a
+        sharded array's gathered stack) is copied to this program's device first."""
+        nd = self.xp.ndarray
+        if all(type(b) is nd for b in bufs):
+            return self.run(*bufs)
+        with self.rt.on_device(self.ordinal):
+            bufs = [b if type(b) is nd else self.xp.asarray(b) for b in bufs]
+        return self.run(*bufs)
+
     def run_keeping(self, bufs):
         """Run keeping every buffer it makes: (outputs, every buffer), for graph capture
         (a captured kernel writes the same addresses at every replay, so none may return
@@ -375,7 +385,9 @@ class _GraphRunner:
         p, xp = self.program, self.program.xp
         self.calls += 1
         if self.calls == 1:
-            return p.run(*bufs)
+            return p.run_arguments(*bufs)
+        with p.rt.on_device(p.ordinal):
+            bufs = [b if type(b) is xp.ndarray else xp.asarray(b) for b in bufs]
         with p.rt.on_device(p.ordinal):
             if self.graph is None:
                 self.inputs = [xp.array(b, copy=True) for b in bufs]

@@ -12,6 +12,7 @@ from mytorch.backends.cupy.kernels import register, xp_of
 from mytorch.backends.cupy.kernels_common import BF16, F32, creation_module
 from mytorch.checkpoint import name_p
 from mytorch.core.ad_util import add_any_p, zeros_p
+from mytorch.lax import elementwise as ew
 from mytorch.lax import structural as s
 
 
@@ -103,3 +104,19 @@ def _add_any(x, y):
 @register(name_p)
 def _name(x, *, name):
     return x.copy()  # a copy, as on the CPU: compiled code may recycle the operand
+
+
+@register(ew.bitcast_convert_type_p)
+def _bitcast(x, *, new_dtype):
+    """The bits of `x` as `new_dtype`: a copy of the contiguous buffer viewed as
+    `new_dtype` (results never share an operand's buffer), with a trailing axis of the
+    width ratio added (narrower dtype) or removed (wider), as the NumPy kernel. Every width
+    change and dtype works, complex128 included."""
+    xp = xp_of(x)
+    new_dtype = np.dtype(new_dtype)
+    view = xp.array(x, order="C", copy=True).view(new_dtype)
+    if new_dtype.itemsize < x.dtype.itemsize:
+        return view.reshape(*x.shape, x.dtype.itemsize // new_dtype.itemsize)
+    if new_dtype.itemsize > x.dtype.itemsize:
+        return view.reshape(x.shape[:-1])
+    return view.reshape(x.shape)

@@ -145,3 +145,42 @@ def test_a_primitive_without_a_gpu_kernel_runs_on_the_host(twin):
         if saved is not None:
             KERNELS[prim] = saved
         backend._wrapped.pop(prim, None)
+
+
+def test_uncommitted_values_follow_committed_operands(twin):
+    """Values made on the default device (here the CPU) follow an operand placed on the
+    twin on purpose, as JAX's uncommitted arrays do; two placed operands on two devices
+    are an error, eagerly and under jit."""
+    cpu = mt.devices("cpu")[0]
+    with mt.config.override(default_device=cpu):
+        x = mt.device_put(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), twin)
+        assert mnp.ones(2).device is cpu and not mnp.ones(2).committed and x.committed
+        outs = [mnp.where(x > 0, x, 0.0), x + mnp.ones((3, 4)),
+                mt.jvp(lambda a: 0 + mnp.sum(a), (x,), (x,))[0],
+                mt.grad(lambda a: 0 + mnp.sum(a * a))(x),
+                mt.jit(lambda a, b: a * b)(mnp.ones((3, 4)), x)]
+        for out in outs:
+            assert out.device is twin and out.committed
+        np.testing.assert_allclose(np.asarray(outs[3]), 2 * np.asarray(x), rtol=1e-6)
+        y = mt.device_put(np.ones((3, 4), np.float32), cpu)
+        with pytest.raises(ValueError, match=r"jit: its arguments are on different devices: "
+                                             r"f32\[3,4\] on CudaDevice\(id=0\) and "
+                                             r"f32\[3,4\] on CpuDevice\(id=0\)"):
+            mt.jit(lambda a, b: a * b)(x, y)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.uint8), (np.uint8, np.float32),
+                                     (np.complex128, np.int64), (np.float16, np.int16)])
+def test_bitcast_on_the_twin_matches_the_cpu(twin, src, dst):
+    from mytorch import lax
+
+    rng = np.random.default_rng(0)
+    ratio = max(1, np.dtype(dst).itemsize // np.dtype(src).itemsize)  # a wider dst eats
+    a = rng.integers(0, 255, (3, ratio * np.dtype(src).itemsize),  # the last axis
+                     dtype=np.uint8).view(src)
+    with mt.config.override(enable_x64=True):
+        got = lax.bitcast_convert_type(mt.device_put(a, twin), dst)
+        want = lax.bitcast_convert_type(mt.device_put(a, mt.devices("cpu")[0]), dst)
+        assert got.device is twin and got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint8),
+                                      np.asarray(want).view(np.uint8))

@@ -191,3 +191,13 @@ def test_pmap_on_two_twin_devices_matches_one_device(twin2):
     same(new_w[1], new_w[0])
     np.testing.assert_allclose(np.asarray(sums[0]), x.sum(axis=(1, 2)), rtol=1e-5)
     np.testing.assert_array_equal(np.asarray(swapped), x[::-1, 0, 0])
+
+
+def test_pmap_with_bucketed_and_scalar_psums_on_the_twin(twin2):
+    """psum buckets reshape a 0-d result inside a fused kernel (a 0-d index)."""
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    s = np.array([1.0, 3.0], np.float32)
+    f = mt.pmap(lambda a, s: a - 0.1 * mt.lax.pmean(a * 2, "i") + mt.lax.pmean(s, "i"),
+                axis_name="i", devices=twin2)
+    want = a - 0.1 * (a * 2).mean(axis=0) + s.mean()
+    np.testing.assert_allclose(np.asarray(f(a, s)), want, rtol=1e-6)
