@@ -13,12 +13,13 @@
 - `generate` is the jit compiler (compiler.py).
 """
 
+import math
 import sys
 
 import numpy as np
 
 from mytorch.backends.cupy import fusion
-from mytorch.backends.cupy.codegen import module_source
+from mytorch.backends.cupy.codegen import INT32_LIMIT, MAX_STRIDE, module_source
 from mytorch.backends.cupy.expressions import has_expression
 from mytorch.backends.cupy.kernels import KERNELS
 from mytorch.backends.cupy.kernels_common import array_module
@@ -134,17 +135,25 @@ class CupyBackend(Backend):
         return run
 
     def _elementwise_kernel(self, prim):
+        """The eager kernel of an elementwise primitive: one generated kernel per dtypes,
+        0-d pattern and params, for every shape (its operands have one shape, or are 0-d:
+        the size is a launch argument), compiled on first use."""
         cache, rt, xp = self._elementwise, self.runtime, self.xp
 
         def run(*bufs, **params):
-            avals = tuple(ShapedArray(b.shape, b.dtype) for b in bufs)
+            shape = next((b.shape for b in bufs if b.ndim), ())
+            big = math.prod(shape) > INT32_LIMIT - MAX_STRIDE
             keep = []
-            key = (prim, avals, params_key(params, keep), rt.device_of(bufs[0]) if bufs else 0)
+            key = (prim, tuple((b.dtype, b.ndim == 0) for b in bufs),
+                   params_key(params, keep), big, rt.device_of(bufs[0]) if bufs else 0)
             hit = cache.get(key)
             if hit is None:
-                k = fusion.elementwise_kernel(prim, avals, params)
+                avals = [ShapedArray(b.shape, b.dtype) for b in bufs]
+                k = fusion.elementwise_kernel(prim, avals, params, dynamic_size=True,
+                                              index64=big)
                 hit = cache[key] = (k, rt.compile(module_source([k]), k.signatures), keep)
-            outs = hit[0].run(hit[1], xp, list(bufs))
+            flat = [xp.ascontiguousarray(b) for b in bufs]
+            outs = hit[0].run_sized(hit[1], xp, flat, shape)
             return outs if prim.multiple_results else outs[0]
 
         return run

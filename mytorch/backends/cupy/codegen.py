@@ -70,8 +70,9 @@ class FusedKernel:
     """
 
     def __init__(self, eqns, invars, outvars, *, index64=None, reduce_strategy=None,
-                 reduce_block=None, vectorize=True):
+                 reduce_block=None, vectorize=True, dynamic_size=False):
         self.eqns, self.invars, self.outvars = list(eqns), list(invars), list(outvars)
+        self.dynamic = bool(dynamic_size)
         self.in_avals = [v.aval for v in invars]
         self.out_avals = [v.aval for v in outvars]
         reductions = [e for e in eqns if red.is_reduction(e.primitive)]
@@ -102,6 +103,13 @@ class FusedKernel:
                    for j, a in enumerate(self.in_avals)]
                   + [f"{cx.ctype(a.dtype)}* __restrict__ out{j}"
                      for j, a in enumerate(self.out_avals)])
+        arg_types = ("ptr",) * len(params)
+        if self.dynamic:  # one flat loop over a size given at launch (eager kernels)
+            if reduction is not None or len(self.shape) > 1:
+                raise ValueError("fused kernel: a dynamic size needs a flat elementwise group")
+            vectorize = False
+            params.append(f"const {idx_t} n")
+            arg_types += ("i64" if self.index64 else "i32",)
         if reduction is None:
             self.strategy, self.block = "elementwise", BLOCK
             body, self.vec, self.vector_inputs = _elementwise_body(self, producers, inputs,
@@ -116,7 +124,7 @@ class FusedKernel:
         digest = hashlib.sha256(template.encode()).hexdigest()[:10]
         self.name = f"mt_{stem}_{digest}"
         self.source = template.replace("@NAME@", self.name)
-        self.signatures = {self.name: ("ptr",) * (len(params))}
+        self.signatures = {self.name: arg_types}
 
     def launch_shape(self, grid=None):
         """(grid, block) of a launch, or None when there is nothing to compute."""
@@ -130,6 +138,16 @@ class FusedKernel:
             return None
         blocks = min(MAX_GRID, -(-work // self.block))
         return (blocks if grid is None else int(grid)), self.block
+
+    def run_sized(self, fns, xp, inputs, shape):
+        """Launch a dynamic-size kernel over `shape`: `inputs` are C-contiguous arrays of
+        that many elements (any shape) or 0-d; the new outputs have `shape`."""
+        n = math.prod(shape)
+        outs = [_empty(xp, shape, a.dtype) for a in self.out_avals]
+        if n:
+            blocks = min(MAX_GRID, -(-n // self.block))
+            fns[self.name](blocks, self.block, [*inputs, *outs, n])
+        return outs
 
     def run(self, fns, xp, inputs, grid=None):
         """Launch the kernel on `inputs` (xp arrays of `in_avals`); the new outputs (a list).
@@ -191,7 +209,7 @@ def _empty(xp, shape, dtype):
 def _elementwise_body(kernel, producers, inputs, idx_t, vectorize):
     """The grid-stride loop of an elementwise kernel, its vector width and the inputs it
     loads as vectors."""
-    n = kernel.size
+    n = "n" if kernel.dynamic else kernel.size
     root = Index(kernel.shape, linear="i")
     probe = Emitter(producers, inputs, idx_t)
     loaded = set()

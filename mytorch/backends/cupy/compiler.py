@@ -140,8 +140,16 @@ class Program:
 
         op.reads = [v for v in invars if type(v) is Var]
         op.writes = writes
-        op.text = f"{', '.join(str(v) for v in outvars)} = {text}"
+        op.text = f"{', '.join(self._name(v) for v in outvars)} = {text}"
+        if invars:
+            op.text += f"  <- {', '.join(self._name(v) for v in invars)}"
         return op
+
+    def _name(self, v):
+        """How the text names an atom: `v<slot>:<type>` for a Var, the value of a Literal."""
+        if type(v) is not Var:
+            return f"{v.val}:{v.aval.str_short()}"
+        return f"v{self._slot(v)}:{v.aval.str_short()}"
 
     def _equation(self, eqn):
         """(fn(*buffers, **params) -> buffer(s), a label) running one unfused equation."""
@@ -264,7 +272,8 @@ class Program:
         lines = [f"# {self.name}: {len(self.ops)} steps on the GPU "
                  f"({self.rt.name} runtime)"]
         lines += [f"  {op.text}" for op in self.ops]
-        lines.append(f"  return {', '.join(str(v) for v in self.jaxpr.outvars)}")
+        lines.insert(1, f"  inputs {', '.join(self._name(v) for v in self.jaxpr.invars)}")
+        lines.append(f"  return {', '.join(self._name(v) for v in self.jaxpr.outvars)}")
         if self.source:
             lines += ["", f"// CUDA module of {self.name}", self.source]
         for t in self.sub_texts:

@@ -39,6 +39,7 @@ from mytorch.backends.cupy import codegen_reduce as red
 from mytorch.backends.cupy.codegen import FusedKernel
 from mytorch.backends.cupy.codegen_emit import elementwise_template
 from mytorch.core.ad_util import add_any_p, zeros_p
+from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import JaxprEqn, Var
 from mytorch.lax import structural as st
 
@@ -316,16 +317,22 @@ def _fused(group, read_by, outs, kernel_options):
     return [Fused(kernel, invars, outvars, eqns)]
 
 
-def elementwise_kernel(prim, in_avals, params):
+def elementwise_kernel(prim, in_avals, params, dynamic_size=False, index64=None):
     """The FusedKernel of one equation `prim[params]` on operands of `in_avals`
     (ShapedArrays): the GPU backend's eager kernel of an elementwise primitive.
 
+    With `dynamic_size`, the kernel is one flat loop over a size given at launch
+    (`run_sized`), for operands of one shape or 0-d: compiled once for every shape.
     Raises TypeError when the primitive has no CUDA expression for these dtypes."""
+    if dynamic_size:  # a stand-in flat shape (> 1 element, so it is indexed by `i`)
+        in_avals = [a if not a.shape else ShapedArray((2,), a.dtype, a.weak_type)
+                    for a in in_avals]
     invars = [Var(a) for a in in_avals]
     out = prim._abstract_eval(*in_avals, **params)
     eqn = JaxprEqn(prim, invars, params, [Var(out)])
     if not fusable(eqn) and not _reduction(eqn):
         dts = ", ".join(a.str_short() for a in in_avals)
         raise TypeError(f"{prim.name} has no generated GPU kernel for operands {dts}")
-    return FusedKernel([eqn], invars, eqn.outvars)
+    return FusedKernel([eqn], invars, eqn.outvars, dynamic_size=dynamic_size,
+                       index64=index64)
 
