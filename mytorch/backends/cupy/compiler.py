@@ -400,6 +400,9 @@ class _GraphRunner:
         with p.rt.on_device(p.ordinal):
             if self.graph is None:
                 self.inputs = [xp.array(b, copy=True) for b in bufs]
+                # a run whose every buffer goes back to the pool: the capture then finds
+                # blocks of each size there (no cudaMalloc while capturing)
+                p.run_keeping(self.inputs)
                 p.rt.synchronize(p.ordinal)
                 self.graph, (self.outputs, self.kept) = p.rt.capture(
                     lambda: p.run_keeping(self.inputs))
