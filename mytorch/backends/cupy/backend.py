@@ -137,7 +137,8 @@ class CupyBackend(Backend):
     def _elementwise_kernel(self, prim):
         """The eager kernel of an elementwise primitive: one generated kernel per dtypes,
         0-d pattern and params, for every shape (its operands have one shape, or are 0-d:
-        the size is a launch argument), compiled on first use."""
+        the size is a launch argument), compiled on first use; where the expressions
+        have no case for the dtypes (a complex asin), the NumPy kernel on the host."""
         cache, rt, xp = self._elementwise, self.runtime, self.xp
 
         def run(*bufs, **params):
@@ -149,9 +150,18 @@ class CupyBackend(Backend):
             hit = cache.get(key)
             if hit is None:
                 avals = [ShapedArray(b.shape, b.dtype) for b in bufs]
-                k = fusion.elementwise_kernel(prim, avals, params, dynamic_size=True,
-                                              index64=big)
-                hit = cache[key] = (k, rt.compile(module_source([k]), k.signatures), keep)
+                try:
+                    k = fusion.elementwise_kernel(prim, avals, params, dynamic_size=True,
+                                                  index64=big)
+                except TypeError:  # no CUDA expression for these dtypes: NumPy's kernel
+                    host = self.on_host(get_backend("cpu").kernel(prim),
+                                        prim.multiple_results)
+                    hit = cache[key] = (None, host, keep)
+                else:
+                    hit = cache[key] = (k, rt.compile(module_source([k]), k.signatures),
+                                        keep)
+            if hit[0] is None:
+                return hit[1](*bufs, **params)
             flat = [xp.ascontiguousarray(b) for b in bufs]
             outs = hit[0].run_sized(hit[1], xp, flat, shape)
             return outs if prim.multiple_results else outs[0]

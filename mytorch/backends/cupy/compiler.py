@@ -106,7 +106,8 @@ class Program:
 
     # ---- steps ---------------------------------------------------------------------------
     def _op(self, step):
-        """(fn(env), the slots it writes, the atoms it reads, a line of text) for a step."""
+        """The closure running one step on the slot array `env` (its `reads`, `writes` and
+        `text` as attributes)."""
         if isinstance(step, fusion.Fused):
             kernel, fns, xp = step.kernel, self.fns, self.xp
             reads = [self._reader(a) for a in step.invars]
@@ -123,11 +124,16 @@ class Program:
         coerce = self.backend.coerce
 
         def call(env):
-            outs = fn(*[r(env) for r in reads], **params)
+            ins = [r(env) for r in reads]
+            outs = fn(*ins, **params)
             if single:
                 outs = (outs,)
-            return [coerce(o, d) for o, d in zip(outs, dtypes)]
+            outs = [coerce(o, d) for o, d in zip(outs, dtypes)]
+            if check:
+                _nan_check(self.backend, eqn, outs, ins)
+            return outs
 
+        check = self.options.debug_nans  # steps are not fused then: one per equation
         return self._finish(call, eqn.invars, eqn.outvars, label)
 
     def _finish(self, call, invars, outvars, text):
@@ -279,6 +285,22 @@ class Program:
         for t in self.sub_texts:
             lines += ["", t]
         return "\n".join(lines)
+
+
+def _nan_check(backend, eqn, outs, ins):
+    """debug_nans: raise where `eqn` first turns NaN-free inputs into a NaN (on the host)."""
+
+    def nan(buf):
+        host = backend.to_numpy(buf)
+        return host.dtype.kind in "fcV" and bool(np.isnan(
+            np.asarray(host, np.float32 if host.dtype.kind == "V" else None)).any())
+
+    if any(nan(o) for o in outs) and not any(nan(a) for a in ins):
+        where = f" at {eqn.source_info}" if eqn.source_info is not None else ""
+        operands = ", ".join(v.aval.str_short() for v in eqn.invars)
+        raise FloatingPointError(f"debug_nans: {eqn.primitive.name}({operands}){where} "
+                                 "produced a NaN from NaN-free inputs (in jit-compiled code "
+                                 "on the GPU)")
 
 
 def _prims(step):

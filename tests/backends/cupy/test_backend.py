@@ -198,3 +198,13 @@ def test_eager_elementwise_kernels_are_compiled_once_for_every_shape(twin):
     assert len(backend._elementwise) - before == 2  # mul by a 0-d value, sub of two arrays
     x = mt.device_put(np.float32(2.5), twin)  # 0-d operands only: a kernel of one element
     np.testing.assert_array_equal(np.asarray(x * 3.0 - x), np.float32(5.0))
+
+
+def test_elementwise_without_a_cuda_expression_runs_on_the_host(twin):
+    """Complex inverse trigonometric functions have no CUDA expression: eagerly and under
+    jit they run through the NumPy kernel, and the result stays on the device."""
+    z = np.array([0.3 + 0.2j, -1.5 + 2j], np.complex64)
+    for f in (mnp.arcsin, mt.jit(mnp.arcsin)):
+        got = f(mt.device_put(z, twin))
+        assert got.device is twin
+        np.testing.assert_allclose(np.asarray(got), np.arcsin(z), rtol=1e-5)

@@ -201,3 +201,13 @@ def test_pmap_with_bucketed_and_scalar_psums_on_the_twin(twin2):
                 axis_name="i", devices=twin2)
     want = a - 0.1 * (a * 2).mean(axis=0) + s.mean()
     np.testing.assert_allclose(np.asarray(f(a, s)), want, rtol=1e-6)
+
+
+def test_debug_nans_names_the_equation_on_the_twin(twin):
+    f = mt.jit(lambda x: mnp.log(x - 1.0) * 2.0)
+    x = on(twin, np.array([0.5, 2.0], np.float32))
+    with mt.config.override(debug_nans=True):
+        with pytest.raises(FloatingPointError, match=r"debug_nans: log\(f32\[2\]\) at "
+                                                     r".*test_compiler.py.*produced a NaN"):
+            f(x)
+    assert np.isnan(np.asarray(f(x))[0])
