@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from mytorch.core import dtypes, tree_util
+from mytorch.core import dtypes, profiling, tree_util
 from mytorch.core.array import ArrayImpl
 from mytorch.core.aval import ShapedArray
 from mytorch.core.backend import default_device
@@ -328,6 +328,10 @@ class JitFunction:
         entry.signature, entry.donated = key, donated or (False,) * len(leaves)
         entry.cacheable = not any(isinstance(c, Tracer) for c in consts)
         entry.timings = {"trace_ms": 1e3 * (time.perf_counter() - t0)}
+        if profiling.active() is not None:  # a profiled region shows time spent tracing
+            profiling.record(profiling.Site("compile", f"trace jit({self._name})",
+                                            f"{len(jaxpr.eqns)} equations",
+                                            scope=self._name), t0)
         self._cache.traces += 1
         if entry.cacheable:
             self._entries[key] = entry

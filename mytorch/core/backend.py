@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 
+from mytorch.core import profiling
 from mytorch.core.config import config
 from mytorch.core.source_info import user_error
 
@@ -58,6 +59,9 @@ class CompileOptions:
                 axis of `axis_env` whose collectives the code runs (pmap's).
     backend_options: ((name, value), ...) sorted: jit's `backend_options`; a backend reads
                 the names it knows ("cuda_graph" on the GPU) and ignores the others.
+    profile:    time every equation (or fused block) for `mt.profiler`
+                (core/profiling.py); None (the default) takes `config.profile`. Code
+                compiled without it has no timing calls.
     """
 
     device: object = None
@@ -67,9 +71,10 @@ class CompileOptions:
     name: str = "f"
     communicators: tuple = ()
     backend_options: tuple = ()
+    profile: bool = False
 
     def __init__(self, *, device=None, donated=(), axis_env=(), debug_nans=False, name="f",
-                 communicators=(), backend_options=()):
+                 communicators=(), backend_options=(), profile=None):
         where = f"CompileOptions(name={name!r})"
         if not isinstance(name, str) or not name:
             raise user_error(TypeError, f"{where}: name must be a non-empty str")
@@ -105,7 +110,8 @@ class CompileOptions:
         for field, value in (("device", device), ("donated", tuple(map(bool, donated))),
                              ("axis_env", axis_env), ("debug_nans", bool(debug_nans)),
                              ("name", name), ("communicators", communicators),
-                             ("backend_options", backend_options)):
+                             ("backend_options", backend_options),
+                             ("profile", bool(config.profile if profile is None else profile))):
             object.__setattr__(self, field, value)
 
     def donated_flags(self, n):
@@ -158,14 +164,16 @@ class Backend:
         by `compile`, after the optimisation pipeline (`set_call_pipeline`). Compiled
         functions are cached (least recently used dropped) on the primitive, the structure
         of its params (jaxprs compare by structure, so a loop traced again from the same
-        code hits), the operand avals, the device and `config.debug_nans`."""
+        code hits), the operand avals, the device, `config.debug_nans` and
+        `config.profile`."""
         fn = self.kernels.get(prim) or prim.lowerings.get(self.platform)
         if fn is not None:
             return lambda *bufs: fn(*bufs, **params)
         from mytorch.core.jaxpr import params_key  # (see _one_equation)
 
         keep = []  # values keyed by identity, kept alive with the entry so ids stay unique
-        key = (prim, params_key(params, keep), tuple(in_avals), device, config.debug_nans)
+        key = (prim, params_key(params, keep), tuple(in_avals), device, config.debug_nans,
+               config.profile)
         hit = _CALLS.get(key)
         if hit is not None:
             _CALLS.move_to_end(key)
@@ -173,7 +181,7 @@ class Backend:
         closed = _CALL_PIPELINE[0](_one_equation(prim, in_avals, params))
         # (the name is the generated function's: `while` alone is a Python keyword)
         options = CompileOptions(device=device, debug_nans=config.debug_nans,
-                                 name=f"{prim.name}_eager")
+                                 name=f"{prim.name}_eager", profile=config.profile)
         fn, _ = self.compile(closed.jaxpr, closed.consts, options)
         _CALLS[key] = (fn, params, keep)
         if len(_CALLS) > _CALLS_SIZE:
@@ -223,7 +231,16 @@ class Backend:
         if options.device is not None and options.device.backend is not self:
             raise user_error(ValueError, f"compile({options.name}): the {self.platform} "
                                          f"backend cannot compile for {options.device!r}")
-        return self.generate(jaxpr, consts, options)
+        session = profiling.active()
+        if session is None:
+            return self.generate(jaxpr, consts, options)
+        t0 = profiling.clock()  # a profiled region shows where compile time went
+        try:
+            return self.generate(jaxpr, consts, options)
+        finally:
+            profiling.record(profiling.Site("compile", f"compile {options.name}",
+                                            f"{len(jaxpr.eqns)} equations",
+                                            scope=options.name), t0)
 
     def generate(self, jaxpr, consts, options):
         """The backend's compiler behind `compile` (options already checked)."""

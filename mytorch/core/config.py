@@ -14,6 +14,9 @@ Options (all also readable as attributes):
                         PyTorch DDP; 1 keeps one psum per operand)
   tune_malloc           keep freed buffers in the heap for reuse (glibc; see
                         mytorch/backends/numpy/allocator.py)
+  profile               compile functions with a timing call around every equation or
+                        fused block (set by `mt.profiler` while it records; functions
+                        compiled without it are separate executables with no such calls)
 Every option may also be set with an environment variable MYTORCH_<NAME_IN_CAPS>. JAX's
 names are aliases (`mt.config.update("jax_enable_x64", True)`, `mt.config.jax_debug_nans`),
 so ported configuration code runs unchanged.
@@ -31,6 +34,7 @@ _DEFAULTS = {
     "num_cpu_devices": 1,
     "psum_bucket_bytes": 25 * 2**20,
     "tune_malloc": True,
+    "profile": False,
 }
 _CHOICES = {"default_backend": ("auto", "cpu", "gpu")}
 _NOT_KEYED = frozenset({"explain_cache_misses", "tune_malloc"})  # no effect on compiled code

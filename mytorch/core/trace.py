@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from mytorch.core import dtypes
+from mytorch.core import dtypes, profiling
 from mytorch.core.config import config
 from mytorch.core.array import Array, ArrayImpl, from_numpy, is_python_scalar, scalar_array
 from mytorch.core.aval import ShapedArray
@@ -277,6 +277,27 @@ class EvalTrace(Trace):
         if _debug_nans[0]:
             _check_nans(prim, arrays, results)
         return results
+
+
+_eager_process = EvalTrace.process_primitive
+
+
+def _profiled_process_primitive(self, prim, args, params):
+    """EvalTrace.process_primitive while `mt.profiler` records: the op is timed, with its
+    operands' shapes and the user's line, and its buffers counted (core/profiling.py)."""
+    t0 = profiling.clock()
+    outs = _eager_process(self, prim, args, params)
+    site = profiling.Site("eager", prim.name, profiling.shapes_of(args, outs),
+                          profiling.source_of(user_frame()))
+    bufs = [a._buf for a in (*args, *outs) if type(a) is ArrayImpl]
+    profiling.record(site, t0, bufs)
+    return outs
+
+
+def profile_eager(on):
+    """Record eager ops (`on`) or stop recording them: the eager trace's method is swapped,
+    so eager ops cost nothing extra while no profiler records."""
+    EvalTrace.process_primitive = _profiled_process_primitive if on else _eager_process
 
 
 _debug_nans = [config.debug_nans]

@@ -18,6 +18,10 @@ which buffers are reused: a dead intermediate (one that nothing else views) is w
 through `out=`, in place when an elementwise op's operand dies at that op; donated inputs
 that nothing else references join that pool. Reshapes, transposes, slices and broadcasts
 are NumPy views.
+
+Compiled with `options.profile` (for `mt.profiler`), each equation's or fused block's lines
+are wrapped as `_t = _clock()` ... `_record(_site7, _t, (v3, ))` and the function as a
+whole is timed too (see core/profiling.py); without it the code has no profiling line.
 """
 
 import dataclasses
@@ -31,6 +35,7 @@ from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.backends.planner import BufferPlanner, emitted
+from mytorch.core import profiling
 from mytorch.core.jaxpr import Literal, Var
 
 try:  # NumPy's floating-point error state, set without np.errstate's Python overhead
@@ -162,14 +167,31 @@ class Generator:
         eqns = self.jaxpr.eqns
         for pos, i in enumerate(self.order):
             self._index = pos
+            start = len(self.lines)
             if i in self.runs:
                 members = [eqns[k] for k in self.runs[i]]
-                for v in emit_run(self, eqns, self.runs[i], pos):
+                outs = emit_run(self, eqns, self.runs[i], pos)
+                for v in outs:
                     self.planner.define(v, self.names[v], owned=True)
             else:
-                members = [eqns[i]]
+                members, outs = [eqns[i]], eqns[i].outvars
                 self.emit(eqns[i])
+            if self.options.profile:
+                self._time_lines(start, members, outs)
             self.planner.release(members, pos)
+
+    def _time_lines(self, start, members, outs):
+        """Profiling (options.profile): time the lines emitted since `start` for
+        `members` (one equation, or a fused block) and count their results' buffers."""
+        if len(self.lines) == start:  # nothing ran (a view or a broadcast not read yet)
+            return
+        site = (profiling.block_site(members, self.name) if len(members) > 1
+                else profiling.eqn_site(members[0], self.name))
+        names = [self.names[v] for v in outs
+                 if type(v) is Var and v in self.names and v not in self.pending]
+        self.lines.insert(start, "_t = _clock()")
+        self.lines.append(f"_record({self.hoist(site, 'site')}, _t, "
+                          f"({''.join(n + ', ' for n in names)}))")
 
     def next_id(self):
         return next(self._ids)
@@ -284,8 +306,17 @@ class Generator:
         head += "".join(b + "\n" for b in self.blocks)
         head += f"def {self.name}({', '.join(self.params)}):"
         inner = "\n".join("        " + line for line in body)
-        return (f"{head}\n    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
-                f"    finally:\n        _errreset(_tok)\n")
+        enter, leave = "", ""
+        if self.options.profile:  # the function as a whole, and its arguments' buffers
+            site = self.hoist(profiling.Site("function", self.name, profiling.shapes_of(
+                self.jaxpr.invars, self.jaxpr.outvars), scope=self.name), "site")
+            args = "".join(p + ", " for p in self.params)
+            enter = f"    _tf = _clock()\n    _track(({args}))\n"
+            leave = f"\n        _record({site}, _tf)"
+            self.ns.update(_clock=profiling.clock, _record=profiling.record,
+                           _track=profiling.track)
+        return (f"{head}\n{enter}    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
+                f"    finally:\n        _errreset(_tok){leave}\n")
 
 
 def _impl_kernel(prim):
