@@ -34,7 +34,7 @@ _HOW = {
             "then transposes the rule's linear part) or mx.def_vjp({p}, bwd); if its results "
             "are piecewise constant in its operands (indices, counts), declare "
             "mx.def_zero_derivative({p}); or stop differentiating its operands with "
-            "lax.stop_gradient(x)"),
+            "lax.stop_gradient(x) where x is its operand"),
     "transpose": ("it is used linearly (in a JVP's linear part) but has no transpose rule. "
                   "Define one with mx.def_transpose({p}, rule) or mx.def_linear({p}, "
                   "transpose)"),
@@ -64,10 +64,11 @@ class ExtensionPrimitive(_core.Primitive):
         fn = self.rules.get(name)
         if fn is not None:
             return fn
-        who = {"differentiation": "differentiating"}.get(needed_by, needed_by or name)
-        how = _HOW.get(name, f"it has no '{name}' rule").format(p=f"{self.name}_p")
+        who = {"differentiation": "differentiation (grad, jvp)"}.get(needed_by, needed_by or name)
+        how = _HOW.get(name, f"it has no '{name}' rule").format(p="prim")
         raise user_error(NotImplementedError,
-                         f"{who} needs the '{name}' rule of primitive '{self.name}', but {how}")
+                         f"{who} needs the '{name}' rule of primitive '{self.name}', but {how}",
+                         below=True)
 
     def def_abstract_eval(self, fn):
         """Decorator: `fn(*avals, **params) -> ShapedArray` (a list of them for a primitive
