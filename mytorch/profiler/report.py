@@ -72,28 +72,53 @@ class Profile:
         """The sum of every event's self time (<= wall_s)."""
         return sum(self._self)
 
-    def rows(self, kinds=None):
-        """The table's rows (`Row`), most self time first; `kinds`: keep only these
-        kinds (e.g. {"eqn", "fused"})."""
+    def rows(self, kinds=None, by="site"):
+        """The table's rows (`Row`), most self time first.
+
+        Args:
+          kinds: keep only events of these kinds (e.g. {"eqn", "fused"}); None keeps all.
+          by: "site" (a row per primitive, shapes, line and function), "source" (a row
+            per user line: its primitives' names, most time first, in `name`) or
+            "primitive" (a row per primitive name, over every shape and line).
+        """
+        if by not in _GROUPINGS:
+            raise ValueError(f"Profile.rows: by must be one of {sorted(_GROUPINGS)}, got "
+                             f"{by!r}")
+        group = _GROUPINGS[by]
         agg = {}
         for (site, t0, t1, _), own in zip(self.events, self._self, strict=True):
-            r = agg.get(site.key)
+            if kinds is not None and site.kind not in kinds:
+                continue
+            key = group(site)
+            r = agg.get(key)
             if r is None:
-                agg[site.key] = r = [site, 0, 0.0, 0.0]
+                agg[key] = r = [site, 0, 0.0, 0.0, {}]
             r[1] += 1
             r[2] += own
             r[3] += t1 - t0
+            r[4][site.name] = r[4].get(site.name, 0.0) + own
         wall = self.wall_s or 1.0
-        out = [Row(s.kind, s.name, s.shapes, s.source, s.scope, n, own, total, own / wall)
-               for s, n, own, total in agg.values() if kinds is None or s.kind in kinds]
+        out = []
+        for s, n, own, total, names in agg.values():
+            if by == "site" or by == "source" and not s.source:
+                out.append(Row(s.kind, s.name, s.shapes, s.source, s.scope, n, own, total,
+                               own / wall))
+                continue
+            top = sorted(names, key=lambda k: -names[k])
+            name = s.name if by == "primitive" else ",".join(top[:4]) + (
+                ",..." if len(top) > 4 else "")
+            out.append(Row(s.kind if by == "primitive" else "source", name, "",
+                           s.source if by == "source" else "",
+                           s.scope if by == "source" else "", n, own, total, own / wall))
         return sorted(out, key=lambda r: -r.self_s)
 
-    def table(self, top_k=20):
-        """The top `top_k` rows by self time as text, with a header (wall time, time
-        recorded, peak memory) and a footer (what the other rows add up to)."""
-        rows = self.rows()
+    def table(self, top_k=20, by="site"):
+        """The top `top_k` rows by self time (grouped `by`, see `rows`) as text, with a
+        header (wall time, time recorded, peak memory) and a footer (what the other rows
+        add up to)."""
+        rows = self.rows(by=by)
         head = (f"mt.profiler: {1e3 * self.wall_s:.3f} ms profiled, {1e3 * self.recorded_s:.3f}"
-                f" ms recorded in {len(self.events)} events ({len(rows)} sites); peak "
+                f" ms recorded in {len(self.events)} events ({len(rows)} rows); peak "
                 f"NumPy buffers {_size(self.peak_bytes)} ({self.buffers_seen} buffers)\n"
                 f"(the profiler's own bookkeeping, about {1e6 * self.bookkeeping_s:.2f} us "
                 f"per event, is counted in the 'function:' rows)")
@@ -108,7 +133,7 @@ class Profile:
         if rest:
             s = sum(r.self_s for r in rest)
             lines.append(f"{1e3 * s:9.3f} {100 * s / (self.wall_s or 1):5.1f}% "
-                         f"{sum(r.calls for r in rest):6d} {'':9}  ({len(rest)} more sites)")
+                         f"{sum(r.calls for r in rest):6d} {'':9}  ({len(rest)} more rows)")
         return "\n".join(lines)
 
     def __str__(self):
@@ -139,6 +164,13 @@ class Profile:
                              "buffers_seen": self.buffers_seen}}
         with open(path, "w") as f:
             json.dump(doc, f)
+
+
+_GROUPINGS = {
+    "site": lambda site: site.key,
+    "source": lambda site: (site.source, site.scope) if site.source else site.key,
+    "primitive": lambda site: (site.kind, site.name),
+}
 
 
 def _self_times(events):
