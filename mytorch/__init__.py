@@ -44,3 +44,4 @@ from mytorch import random, nn, optim, mixed_precision  # noqa: E402,F401
 from mytorch.serialization import load, save  # noqa: E402
 from mytorch.checkpointer import Checkpointer  # noqa: E402
 from mytorch import profiler  # noqa: E402,F401  (issue 19: mt.profiler.trace / profile)
+from mytorch import extend  # noqa: E402,F401  (new primitives: issue 19)
