@@ -186,22 +186,41 @@ def def_numpy_kernel(prim, fn=None):
 
 
 def check_results(prim, what, bufs, params, outs, asarray):
-    """`outs` of a kernel of `prim` as arrays, checked against the abstract evaluation."""
-    want = prim._abstract_eval(*[ShapedArray(b.shape, b.dtype) for b in bufs], **params)
+    """`outs` of a kernel of `prim` as arrays, checked against the abstract evaluation
+    (computed once per operand shapes, dtypes and params)."""
+    try:
+        key = (prim, tuple((b.shape, b.dtype) for b in bufs), tuple(params.items()))
+        want = _EXPECTED.get(key)
+    except TypeError:  # an unhashable param: check without the memo
+        key, want = None, None
+    if want is None:
+        want = prim._abstract_eval(*[ShapedArray(b.shape, b.dtype) for b in bufs], **params)
+        want = tuple(w.shape for w in (want if prim.multiple_results else [want]))
+        if key is not None and len(_EXPECTED) < 4096:
+            _EXPECTED[key] = want
     if prim.multiple_results:
-        outs = list(outs)
+        outs = [asarray(o) for o in outs]
         if len(outs) != len(want):
             raise ValueError(f"the {what} of '{prim.name}' returned {len(outs)} results; its "
                              f"abstract evaluation gives {len(want)}")
-    else:
-        outs, want = [outs], [want]
-    outs = [asarray(o) for o in outs]
-    for o, w in zip(outs, want, strict=True):
-        if tuple(o.shape) != w.shape:
-            got = ShapedArray(o.shape, o.dtype).str_short()
-            raise ValueError(f"the {what} of '{prim.name}' returned {got} where its abstract "
-                             f"evaluation gives {w.str_short()}")
-    return outs if prim.multiple_results else outs[0]
+        for i, (o, w) in enumerate(zip(outs, want, strict=True)):
+            _check_shape(prim, what, o, w, bufs, params, i)
+        return outs
+    outs = asarray(outs)
+    _check_shape(prim, what, outs, want[0], bufs, params, 0)
+    return outs
+
+
+_EXPECTED = {}  # (primitive, operand shapes and dtypes, params) -> result shapes
+
+
+def _check_shape(prim, what, out, shape, bufs, params, i):
+    if out.shape != shape:
+        got = ShapedArray(out.shape, out.dtype).str_short()
+        want = prim._abstract_eval(*[ShapedArray(b.shape, b.dtype) for b in bufs], **params)
+        want = want[i] if prim.multiple_results else want
+        raise ValueError(f"the {what} of '{prim.name}' returned {got} where its abstract "
+                         f"evaluation gives {want.str_short()}")
 
 
 def _check_tangent(prim, out, out_dot):

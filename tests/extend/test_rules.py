@@ -130,3 +130,49 @@ def test_several_results(x64):
     np.testing.assert_allclose(np.asarray(got), np.cos(x).T)
     jitted = mt.jit(lambda v: sincos(v)[0] * sincos(v)[1])(x)
     np.testing.assert_allclose(np.asarray(jitted), np.sin(x) * np.cos(x))
+
+
+# ---- pmap ----------------------------------------------------------------------------------------
+def test_pmap_runs_the_kernel_on_each_replica():
+    from tests.extend.ops import bias_gelu, bias_gelu_ref
+
+    before = mt.config.num_cpu_devices
+    mt.config.update("num_cpu_devices", 2)
+    try:
+        x = np.random.default_rng(4).standard_normal((2, 3, 4)).astype(np.float32)
+        b = np.random.default_rng(5).standard_normal(4).astype(np.float32)
+
+        def step(x, b):
+            g = mt.grad(lambda b: mnp.sum(bias_gelu(x, b)))(b)
+            return bias_gelu(x, b), lax.psum(g, "i")
+
+        out, g = mt.pmap(step, axis_name="i", in_axes=(0, None))(x, b)
+        np.testing.assert_allclose(np.asarray(out), bias_gelu_ref(x, b), rtol=2e-6, atol=2e-6)
+        want = sum(np.asarray(mt.grad(lambda b: mnp.sum(bias_gelu(xi, b)))(b)) for xi in x)
+        np.testing.assert_allclose(np.asarray(g), np.stack([want, want]), rtol=1e-5)
+    finally:
+        mt.config.update("num_cpu_devices", before)
+
+
+def test_symbolic_zero_tangents(x64):
+    p = mx.primitive("test_ext_mul_sym")
+    p.def_abstract_eval(lambda x, y: mx.ShapedArray(x.shape, x.dtype))
+    mx.def_numpy_kernel(p, np.multiply)
+    seen = []
+
+    @mx.def_jvp(p, symbolic_zeros=True)
+    def _(primals, tangents):
+        (x, y), (dx, dy) = primals, tangents
+        seen.append(tuple(type(t) is mx.Zero for t in tangents))
+        out = 0
+        if type(dx) is not mx.Zero:
+            out = out + dx * y
+        if type(dy) is not mx.Zero:
+            out = out + x * dy
+        return p.bind(x, y), out
+
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 5.0])
+    g = mt.grad(lambda x: mnp.sum(p.bind(x, y)))(x)
+    np.testing.assert_allclose(np.asarray(g), y)
+    assert seen == [(False, True)]
+    check_grads(lambda x, y: p.bind(x, y), (x, y), order=1)
