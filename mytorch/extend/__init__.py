@@ -34,7 +34,7 @@ from mytorch.extend.batching import (
     def_batching, def_broadcasting_batching, def_vectorized_batching, not_mapped,
 )
 from mytorch.extend.gpu import def_cuda, def_gpu_kernel
-from mytorch.extend.primitive import (
+from mytorch.extend.primitives import (
     ExtensionPrimitive, def_abstract_eval, def_jvp, def_linear, def_numpy_kernel,
     def_transpose, def_zero_derivative, primitive, registry,
 )

@@ -12,7 +12,7 @@ no headers, warp shuffles or atomics. Where `launch` returns `NotImplemented` (a
 source has no kernel for), the NumPy kernel runs on host copies of the operands.
 """
 
-from mytorch.extend.primitive import check_results
+from mytorch.extend.primitives import check_results
 
 __all__ = ["def_cuda", "def_gpu_kernel"]
 

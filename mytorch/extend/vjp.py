@@ -16,7 +16,7 @@ from mytorch.core.ad_util import Zero, is_undefined
 from mytorch.core.aval import ShapedArray
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import aval_of
-from mytorch.extend.primitive import ExtensionPrimitive
+from mytorch.extend.primitives import ExtensionPrimitive
 
 __all__ = ["def_vjp"]
 
