@@ -176,3 +176,21 @@ def test_symbolic_zero_tangents(x64):
     np.testing.assert_allclose(np.asarray(g), y)
     assert seen == [(False, True)]
     check_grads(lambda x, y: p.bind(x, y), (x, y), order=1)
+
+
+@pytest.mark.parametrize("wrap", ["jit", "checkpoint", "scan"])
+def test_vjp_defined_op_inside_call_and_loop_primitives(x64, wrap):
+    x = np.random.default_rng(5).standard_normal((3, 4))
+
+    def f(v):
+        return mnp.sum(softplus(v) ** 2)
+
+    wrapped = {
+        "jit": mt.jit(f),
+        "checkpoint": mt.checkpoint(f),
+        "scan": lambda v: lax.scan(lambda c, r: (c + f(r), None), 0.0, v)[0],
+    }[wrap]
+    s = 1 / (1 + np.exp(-x))
+    want = 2 * np.logaddexp(0, x) * s
+    np.testing.assert_allclose(np.asarray(mt.grad(wrapped)(x)), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(mt.jit(mt.grad(wrapped))(x)), want, rtol=1e-12)
