@@ -4,7 +4,7 @@ generic code (`def_gpu_kernel`), registered in the GPU backend's kernel table
 
 `def_cuda` compiles the source with the GPU backend's runtime on first use (NVRTC through
 CuPy on a GPU; on the CPU twin, `mytorch.backends.cupy.use_twin()`, the host C++ compiler
-with the twin's shim), once per runtime and source; `launch` then allocates the results
+with the twin's shim), once per runtime and device; `launch` then allocates the results
 and launches. Kernels keep to the runtime contract (docs/architecture.md, "The GPU
 backend"): `extern "C" __global__` functions, 1-D grid and block, `blockIdx.x`,
 `blockDim.x`, `threadIdx.x`, `gridDim.x`, `__syncthreads()`, static `__shared__` arrays, libm;
@@ -56,14 +56,15 @@ def def_cuda(prim, *, source, signatures, launch):
             raise ValueError(f"mx.def_cuda({prim.name}): kernel {name} has argument types "
                              f"{bad}; expected 'ptr' or one of {list(_ARG_TYPES[1:])}")
     signatures = {k: tuple(v) for k, v in signatures.items()}
-    compiled = {}  # id(runtime) -> (runtime, {name: launcher})
+    compiled = {}  # (id(runtime), device ordinal) -> (runtime, {name: launcher})
 
     def kernel(*bufs, **params):
         backend = _gpu_backend()
         rt = backend.runtime
-        hit = compiled.get(id(rt))
+        key = (id(rt), rt.device_of(bufs[0]) if bufs else 0)  # a module is per device
+        hit = compiled.get(key)
         if hit is None or hit[0] is not rt:
-            hit = compiled[id(rt)] = (rt, rt.compile(source, signatures))
+            hit = compiled[key] = (rt, rt.compile(source, signatures))
         xp = rt.xp
         flat = [xp.ascontiguousarray(b) for b in bufs]
         outs = launch(hit[1], *flat, xp=xp, **params)
