@@ -49,12 +49,13 @@ class ExtensionPrimitive(_core.Primitive):
     """A primitive defined outside the library (see `primitive`)."""
 
     def __init__(self, name, *, multiple_results=False):
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"mx.primitive needs a non-empty str name, got {name!r}")
-        builtin = _core._REGISTRY.get(name)
-        if builtin is not None:
+        if not isinstance(name, str) or not name.isidentifier():
+            # (generated code and kernel names are built from it)
+            raise ValueError(f"mx.primitive needs a name of letters, digits and underscores "
+                             f"(a Python identifier, e.g. 'mylib_gelu'), got {name!r}")
+        if name in _core._REGISTRY:
             raise ValueError(f"mx.primitive('{name}'): '{name}' is a built-in primitive; "
-                             f"choose another name (e.g. 'mylib.{name}')")
+                             f"choose another name (e.g. 'mylib_{name}')")
         super().__init__(name, multiple_results=bool(multiple_results), kind="extension")
         del _core._REGISTRY[name]  # the library's registry lists built-in primitives only
         _EXTENSIONS[name] = self
@@ -64,7 +65,8 @@ class ExtensionPrimitive(_core.Primitive):
         fn = self.rules.get(name)
         if fn is not None:
             return fn
-        who = {"differentiation": "differentiation (grad, jvp)"}.get(needed_by, needed_by or name)
+        who = {"differentiation": "differentiation (grad, jvp)"}.get(needed_by,
+                                                                     needed_by or name)
         how = _HOW.get(name, f"it has no '{name}' rule").format(p="prim")
         raise user_error(NotImplementedError,
                          f"{who} needs the '{name}' rule of primitive '{self.name}', but {how}",
@@ -85,7 +87,8 @@ def primitive(name, *, multiple_results=False):
     once its parts are defined.
 
     Args:
-      name: the name printed in jaxprs and errors; not a built-in primitive's name.
+      name: the name printed in jaxprs and errors: a Python identifier, not a built-in
+        primitive's name (prefix it with your library's, e.g. "mylib_gelu").
       multiple_results: `bind` returns a list (and the abstract evaluation a list of avals).
 
     Returns:
@@ -94,7 +97,7 @@ def primitive(name, *, multiple_results=False):
       `def_vjp`, `def_zero_derivative`, `def_linear`) for grad and `def_batching` for vmap.
 
     Raises:
-      ValueError: `name` is a built-in primitive's.
+      ValueError: `name` is not an identifier, or is a built-in primitive's.
 
     >>> import mytorch.numpy as mnp
     >>> from mytorch import extend as mx

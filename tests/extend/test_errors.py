@@ -45,6 +45,9 @@ def test_kernel_of_the_wrong_shape():
 def test_builtin_names_are_refused_and_extensions_stay_out_of_the_library_registry():
     with pytest.raises(ValueError, match="'sin' is a built-in primitive"):
         mx.primitive("sin")
+    with pytest.raises(ValueError, match=r"a Python identifier, e.g. 'mylib_gelu'\), got "
+                                         r"'mylib.gelu'"):
+        mx.primitive("mylib.gelu")
     p = mx.primitive("test_ext_listed")
     assert mx.registry()["test_ext_listed"] is p
     assert "test_ext_listed" not in core_registry()
