@@ -21,6 +21,7 @@ from mytorch.core.ad_util import Zero, instantiate, is_differentiable, is_undefi
 from mytorch.core.aval import ShapedArray
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import aval_of
+from mytorch.lax._ad import defjvp_zero, deflinear
 
 __all__ = [
     "ExtensionPrimitive", "def_abstract_eval", "def_jvp", "def_linear", "def_numpy_kernel",
@@ -277,14 +278,7 @@ def def_zero_derivative(prim):
     """Declare that `prim`'s results do not change under small changes of its operands
     (integer results such as indices or counts, or piecewise-constant ones): their
     tangents are zero, so grad flows around the primitive."""
-
-    def jvp(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        if prim.multiple_results:
-            return out, [Zero(aval_of(o)) for o in out]
-        return out, Zero(aval_of(out))
-
-    prim.def_jvp(jvp)
+    defjvp_zero(prim)  # the rule the built-in comparisons and argmax use
 
 
 def def_transpose(prim, rule=None):
@@ -325,11 +319,5 @@ def def_transpose(prim, rule=None):
 def def_linear(prim, transpose):
     """Declare `prim` linear in all of its operands: its JVP is `prim` applied to the
     tangents, and `transpose` (see `def_transpose`) gives reverse mode."""
-
-    def jvp(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        return out, prim.bind(*[instantiate(t) for t in tangents], **params)
-
-    prim.def_jvp(jvp)
     def_transpose(prim, transpose)
-    prim.def_linear()
+    deflinear(prim, prim.rules["transpose"])  # as the built-in linear primitives do
