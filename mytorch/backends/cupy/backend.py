@@ -43,7 +43,7 @@ class CupyBackend(Backend):
         self.uses_nccl = runtime.name == "cuda"
         self._devices = [Device("gpu", i, self) for i in range(runtime.device_count())]
         self._elementwise = {}  # (prim, operand avals, params) -> (FusedKernel, launchers)
-        self._wrapped = {}  # prim -> its eager kernel run on the operands' device
+        self._wrapped = {}  # prim -> (the KERNELS entry it wraps, its eager kernel)
 
     def devices(self):
         return list(self._devices)
@@ -95,10 +95,14 @@ class CupyBackend(Backend):
 
     # ---- eager kernels -----------------------------------------------------------------------
     def kernel(self, prim):
-        fn = self._wrapped.get(prim)
-        if fn is None:
-            fn = self._wrapped[prim] = self._on_operands_device(self._raw_kernel(prim))
-        return fn
+        # cached with the registered kernel it wraps: a kernel registered later (an
+        # extension's GPU kernel after a first run on the host) replaces the wrapper
+        registered = KERNELS.get(prim)
+        hit = self._wrapped.get(prim)
+        if hit is None or hit[0] is not registered:
+            hit = self._wrapped[prim] = (registered,
+                                         self._on_operands_device(self._raw_kernel(prim)))
+        return hit[1]
 
     def gpu_kernel(self, prim):
         """The eager kernel of `prim` on the device, or None where it has none (buffers
