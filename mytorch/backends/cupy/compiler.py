@@ -26,6 +26,7 @@ import numpy as np
 
 from mytorch.backends.cupy import codegen, fusion
 from mytorch.backends.cupy.kernels_common import array_module
+from mytorch.core import profiling
 from mytorch.core.backend import get_backend
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.core.source_info import user_error
@@ -54,8 +55,25 @@ def generate(jaxpr, consts, options, backend):
                 f"runs host loops or reads values back to the host "
                 f"({', '.join(sorted(program.host_steps))}), which a CUDA graph cannot "
                 "capture; drop the option or the host-side control flow"))
-        run = _GraphRunner(program).run
+        if not options.profile:  # a profiled program synchronises: it runs uncaptured
+            run = _GraphRunner(program).run
+    if options.profile:  # the program as a whole, for mt.profiler
+        run = _timed_program(run, options.name, jaxpr)
     return run, program.text()
+
+
+def _timed_program(run, name, jaxpr):
+    site = profiling.Site("function", name, profiling.shapes_of(jaxpr.invars, jaxpr.outvars),
+                          scope=name)
+
+    def timed(*bufs):
+        t0 = profiling.clock()
+        try:
+            return run(*bufs)
+        finally:
+            profiling.record(site, t0)
+
+    return timed
 
 
 class Program:
@@ -82,7 +100,8 @@ class Program:
             for k in kernels:
                 signatures.update(k.signatures)
             self.fns = self.rt.compile(self.source, signatures) if kernels else {}
-            self.ops = [self._op(s) for s in steps]
+            self.ops = [self._timed(s, self._op(s)) if options.profile else self._op(s)
+                        for s in steps]
         self.outs = [self._reader(v) for v in jaxpr.outvars]
         self._plan_frees(steps)
         self.nslots = len(self.slots)
@@ -135,6 +154,26 @@ class Program:
 
         check = self.options.debug_nans  # steps are not fused then: one per equation
         return self._finish(call, eqn.invars, eqn.outvars, label)
+
+    def _timed(self, step, op):
+        """Profiling (options.profile, for mt.profiler): `op` run between two device
+        synchronisations and recorded with its equation (or fused group), shapes and user
+        line (core/profiling.py). Programs compiled without it have no such step."""
+        if isinstance(step, fusion.Fused):
+            site = profiling.block_site(step.eqns, self.name)
+        else:
+            site = profiling.eqn_site(step.eqn, self.name)
+        rt, clock, record = self.rt, profiling.clock, profiling.record
+
+        def timed(env):
+            rt.synchronize()  # what ran before is not this step's time
+            t0 = clock()
+            op(env)
+            rt.synchronize()
+            record(site, t0)
+
+        timed.reads, timed.writes, timed.text = op.reads, op.writes, op.text
+        return timed
 
     def _finish(self, call, invars, outvars, text):
         writes = [self._slot(v) if type(v) is Var else None for v in outvars]
