@@ -3,8 +3,8 @@
 Events nest: a compiled function's event contains its equations' events, a loop's
 equation contains its body's, an eager call primitive contains the compiled code it ran.
 Each event's *self time* is its duration less that of the events directly inside it (on
-the same thread), so the self times of all events add up to at most the profiled wall
-time, and a row's share is its self time over the wall time.
+the same thread), so the self times of one thread's events add up to at most the profiled
+wall time, and a row's share is its self time over the wall time.
 """
 
 import dataclasses
