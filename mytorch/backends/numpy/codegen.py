@@ -282,7 +282,7 @@ class Generator:
                 raise
             fn = _impl_kernel(prim)
         return self.hoist(functools.partial(fn, **params) if params else fn,
-                          prim.name.replace("-", "_"))
+                          _identifier(prim.name))
 
     def _emit_nan_check(self, eqn):
         outs = [self.names[v] for v in eqn.outvars if type(v) is Var
