@@ -7,6 +7,9 @@ the CPU twin and the tests). Two things do not follow from the operands:
 - `iota` and `zeros` have no operand to take the module from. They allocate with
   `creation_module()`: the module set by `array_module(xp)` around the call (the backend
   sets CuPy where it runs them on a GPU), NumPy otherwise.
+- Where the logic is the NumPy backend's, the NumPy kernel itself is written for any array
+  module (an `xp=` keyword, NumPy by default) and `any_module(kernel)` registers it here
+  with the operands' module: one implementation, no copy.
 - A few primitives have no CuPy routine with the NumPy kernel's semantics (see
   kernels_linalg.py). `on_host(kernel)` runs the NumPy backend's kernel on host copies of
   the operands and copies the results back to the device: the only place where a GPU kernel
@@ -23,8 +26,8 @@ import numpy as np
 
 from mytorch.backends.cupy.kernels import xp_of
 
-__all__ = ["BF16", "F16", "F32", "F64", "array_module", "creation_module", "log_scan",
-           "on_host", "real_dtype", "stable_argsort"]
+__all__ = ["BF16", "F16", "F32", "F64", "any_module", "array_module", "creation_module",
+           "log_scan", "on_host", "real_dtype", "stable_argsort"]
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -80,6 +83,24 @@ def log_scan(xp, op, x, axis):
                                            out[lead + (slice(d, None),)])
         out, d = nxt, 2 * d
     return out
+
+
+def any_module(kernel):
+    """The GPU kernel of a NumPy backend kernel written for any array module (it takes an
+    `xp=` keyword, NumPy by default): `kernel` called with its operands' module, so one
+    implementation serves both backends.
+
+    Args:
+        kernel: fn(*buffers, xp, **params) -> buffer or list of buffers.
+    Returns:
+        fn(*buffers, **params) -> buffer or list of buffers, of the operands' array module.
+    """
+
+    @functools.wraps(kernel)
+    def run(*bufs, **params):
+        return kernel(*bufs, xp=xp_of(*bufs), **params)
+
+    return run
 
 
 def _to_host(x):

@@ -21,6 +21,11 @@ those rows get that contribution in closed form.
 Grouped-query attention: the G = N / K query heads that share a key/value head are stacked
 into one [T·G, H] matrix (row t·G + g), so each block is one batched matmul per (batch, kv
 head). float16/bfloat16 inputs are computed in float32 (float64 stays float64).
+
+The kernels are written for any array module: they take `xp` (NumPy by default), and the GPU
+backend registers them with CuPy's (backends/cupy/kernels_attention.py), where every block
+is a few cuBLAS batched matmuls and CuPy elementwise kernels; the masked-row checks
+(`.any()`) read one flag to the host per block there.
 """
 
 import numpy as np
@@ -49,8 +54,9 @@ class _Problem:
     """The operands in the kernels' layout: q as [B, K, T·G, H], k and v as [B, K, S, H],
     bias and mask viewed as [b, k, t, g, s]; the block-wise logits."""
 
-    def __init__(self, ops, scale, is_causal, local_window):
+    def __init__(self, ops, scale, is_causal, local_window, xp):
         q, k = ops["q"], ops["k"]
+        self.xp = xp
         self.B, self.T, self.N, self.H = q.shape
         _, self.S, self.K, _ = k.shape
         self.G = self.N // self.K
@@ -69,34 +75,34 @@ class _Problem:
     def heads_first(self, x):
         """[B, T, N, H] -> [B, K, T·G, H] in the accumulation dtype."""
         x = x.reshape(self.B, self.T, self.K, self.G, self.H).transpose(0, 2, 1, 3, 4)
-        return np.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, self.H)
+        return self.xp.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, self.H)
 
     def kv_heads_first(self, x):
-        return np.ascontiguousarray(x.transpose(0, 2, 1, 3), dtype=self.acc)
+        return self.xp.ascontiguousarray(x.transpose(0, 2, 1, 3), dtype=self.acc)
 
     def heads_last(self, x, dtype):
         """[B, K, T·G, H] -> [B, T, N, H] of `dtype`, with padded query rows zeroed."""
         x = x.reshape(self.B, self.K, self.T, self.G, self.H).transpose(0, 2, 1, 3, 4)
         x = x.reshape(self.B, self.T, self.N, self.H)
         if self.q_lens is not None:
-            x = x * (np.arange(self.T)[None, :] < self.q_lens[:, None])[:, :, None, None]
-        return np.ascontiguousarray(x, dtype=dtype)
+            x = x * (self.xp.arange(self.T)[None, :] < self.q_lens[:, None])[:, :, None, None]
+        return self.xp.ascontiguousarray(x, dtype=dtype)
 
     def rows_of(self, x):
         """A per-row array [B, N, T] -> [B, K, T·G, 1]."""
         x = x.reshape(self.B, self.K, self.G, self.T).transpose(0, 1, 3, 2)
-        return np.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, 1)
+        return self.xp.ascontiguousarray(x, dtype=self.acc).reshape(self.B, self.K, -1, 1)
 
     def rows_to(self, x):
         """[B, K, T·G, 1] -> [B, N, T]."""
         x = x.reshape(self.B, self.K, self.T, self.G).transpose(0, 1, 3, 2)
-        return np.ascontiguousarray(x).reshape(self.B, self.N, self.T)
+        return self.xp.ascontiguousarray(x).reshape(self.B, self.N, self.T)
 
     def without_padded_rows(self, x):
         """`x` [B, K, T·G, H] with the query rows past q_lens zeroed (a new array)."""
         if self.q_lens is None:
             return x
-        valid = np.arange(self.T)[None, :] < self.q_lens[:, None]
+        valid = self.xp.arange(self.T)[None, :] < self.q_lens[:, None]
         shape = (self.B, self.K, self.T, self.G, self.H)
         return (x.reshape(shape) * valid[:, None, :, None, None]).reshape(x.shape)
 
@@ -145,9 +151,9 @@ class _Problem:
         [B, K, t1-t0, G, j1-j0], or None when nothing is masked."""
         if not self.masked:
             return None
-        keep = np.ones((1, 1, 1, 1, 1), bool)
-        rows = np.arange(t0, t1)[:, None, None]
-        cols = np.arange(j0, j1)[None, None, :]
+        keep = self.xp.ones((1, 1, 1, 1, 1), bool)
+        rows = self.xp.arange(t0, t1)[:, None, None]
+        cols = self.xp.arange(j0, j1)[None, None, :]
         if self.mask is not None:
             keep = keep & self._cut(self.mask, t0, t1, j0, j1)
         if self.is_causal:
@@ -163,14 +169,14 @@ class _Problem:
 
     def logits(self, j0, j1, t0, t1):
         """(the block's masked logits [B, K, (t1-t0)·G, j1-j0], its keep mask or None)."""
-        s = np.matmul(self.rows(self.q, t0, t1), self.k[:, :, j0:j1].swapaxes(-1, -2))
+        s = self.xp.matmul(self.rows(self.q, t0, t1), self.k[:, :, j0:j1].swapaxes(-1, -2))
         s *= self.scale
         s5 = self.view5(s, t0, t1)
         if self.bias is not None:
             s5 += self._cut(self.bias, t0, t1, j0, j1)
         keep = self.keep(j0, j1, t0, t1)
         if keep is not None:
-            np.copyto(s5, MASKED, where=~keep)
+            self.xp.copyto(s5, MASKED, where=~keep)
         return s, keep
 
     def view5(self, x, t0, t1):
@@ -179,18 +185,18 @@ class _Problem:
     def probs(self, s, lse):
         """The block's probabilities exp(s - lse), in place of the logits `s`. A fully masked
         row (lse = MASKED + log S, which rounds to MASKED) is uniform: 1 / S."""
-        np.subtract(s, lse, out=s)
-        p = np.exp(s, out=s)
+        self.xp.subtract(s, lse, out=s)
+        p = self.xp.exp(s, out=s)
         if self.masked:
             full = lse <= 0.5 * MASKED
             if full.any():
-                np.copyto(p, 1.0 / self.S, where=full)
+                self.xp.copyto(p, 1.0 / self.S, where=full)
         return p
 
     def unmasked(self, x, keep, t0, t1):
         """Zero `x` ([B, K, rows, cols]) where the logits were masked (constant there)."""
         if keep is not None:
-            np.copyto(self.view5(x, t0, t1), 0.0, where=~keep)
+            self.xp.copyto(self.view5(x, t0, t1), 0.0, where=~keep)
         return x
 
     def sum_to(self, ds, shape, j0, j1, t0, t1, out):
@@ -211,46 +217,47 @@ class _Problem:
 
 
 @numpy_backend.register(dot_product_attention_p)
-def _attention(*args, scale, is_causal, local_window, optional):
+def _attention(*args, scale, is_causal, local_window, optional, xp=np):
     ops, _ = split_operands(args, optional)
-    pb = _Problem(ops, scale, is_causal, local_window)
+    pb = _Problem(ops, scale, is_causal, local_window, xp)
     rows = (pb.B, pb.K, pb.T * pb.G, 1)
-    m = np.full(rows, -np.inf, pb.acc)
-    total = np.zeros(rows, pb.acc)
-    acc = np.zeros((pb.B, pb.K, pb.T * pb.G, pb.H), pb.acc)
+    m = xp.full(rows, -np.inf, pb.acc)
+    total = xp.zeros(rows, pb.acc)
+    acc = xp.zeros((pb.B, pb.K, pb.T * pb.G, pb.H), pb.acc)
     with np.errstate(all="ignore"):
         for j0, j1, t0, t1 in pb.blocks():
             for r in pb.skipped(t0, t1):
-                _update_masked(m[:, :, r], total[:, :, r], acc[:, :, r], pb.v[:, :, j0:j1])
+                _update_masked(xp, m[:, :, r], total[:, :, r], acc[:, :, r],
+                               pb.v[:, :, j0:j1])
             if t1 > t0:
                 s, _ = pb.logits(j0, j1, t0, t1)
                 r = slice(t0 * pb.G, t1 * pb.G)
-                _update(m[:, :, r], total[:, :, r], acc[:, :, r], s, pb.v[:, :, j0:j1])
+                _update(xp, m[:, :, r], total[:, :, r], acc[:, :, r], s, pb.v[:, :, j0:j1])
         out = acc / total if pb.S else acc
-        lse = m + np.log(total)
+        lse = m + xp.log(total)
     return [pb.heads_last(out, ops["q"].dtype), pb.rows_to(lse).astype(pb.acc, copy=False)]
 
 
-def _update(m, total, acc, s, v):
+def _update(xp, m, total, acc, s, v):
     """One online-softmax step over logits s (overwritten) and values v, in place."""
-    m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-    alpha = np.exp(m - m_new)
-    np.subtract(s, m_new, out=s)
-    p = np.exp(s, out=s)
+    m_new = xp.maximum(m, s.max(axis=-1, keepdims=True))
+    alpha = xp.exp(m - m_new)
+    xp.subtract(s, m_new, out=s)
+    p = xp.exp(s, out=s)
     total *= alpha
     total += p.sum(axis=-1, keepdims=True)
     acc *= alpha
-    acc += np.matmul(p, v)
+    acc += xp.matmul(p, v)
     m[...] = m_new
 
 
-def _update_masked(m, total, acc, v):
+def _update_masked(xp, m, total, acc, v):
     """The online-softmax step of a block whose logits are all MASKED, in closed form: it
     changes only rows that have seen no attended logit yet (exp(MASKED - m) = 0 otherwise)."""
     if not (m <= 0.5 * MASKED).any():
         return
-    m_new = np.maximum(m, MASKED)
-    alpha, w = np.exp(m - m_new), np.exp(MASKED - m_new)
+    m_new = xp.maximum(m, MASKED)
+    alpha, w = xp.exp(m - m_new), xp.exp(MASKED - m_new)
     total *= alpha
     total += v.shape[2] * w
     acc *= alpha
@@ -263,15 +270,15 @@ def _residuals(pb, out, lse):
 
 
 @numpy_backend.register(dot_product_attention_bwd_p)
-def _attention_bwd(*args, scale, is_causal, local_window, optional, wrt):
+def _attention_bwd(*args, scale, is_causal, local_window, optional, wrt, xp=np):
     ops, (out, lse, ct) = split_operands(args, optional)
-    pb = _Problem(ops, scale, is_causal, local_window)
+    pb = _Problem(ops, scale, is_causal, local_window, xp)
     o, lse = _residuals(pb, out, lse)
     ct = pb.without_padded_rows(pb.heads_first(ct))
     delta = (ct * o).sum(axis=-1, keepdims=True)
-    dq = np.zeros_like(pb.q)
-    dk, dv = np.zeros_like(pb.k), np.zeros_like(pb.v)
-    dbias = np.zeros(ops["bias"].shape, pb.acc) if "bias" in wrt else None
+    dq = xp.zeros_like(pb.q)
+    dk, dv = xp.zeros_like(pb.k), xp.zeros_like(pb.v)
+    dbias = xp.zeros(ops["bias"].shape, pb.acc) if "bias" in wrt else None
     full = lse <= 0.5 * MASKED if pb.masked else None  # fully masked rows: p = 1 / S
     ct_full = ct * full / pb.S if full is not None and full.any() else None
     with np.errstate(all="ignore"):
@@ -285,38 +292,38 @@ def _attention_bwd(*args, scale, is_causal, local_window, optional, wrt):
             p = pb.probs(s, pb.rows(lse, t0, t1))
             c = pb.rows(ct, t0, t1)
             if "v" in wrt:
-                dv[:, :, j0:j1] += np.matmul(p.swapaxes(-1, -2), c)
-            ds = np.matmul(c, pb.v[:, :, j0:j1].swapaxes(-1, -2))
+                dv[:, :, j0:j1] += xp.matmul(p.swapaxes(-1, -2), c)
+            ds = xp.matmul(c, pb.v[:, :, j0:j1].swapaxes(-1, -2))
             ds -= pb.rows(delta, t0, t1)
             ds *= p
             pb.unmasked(ds, keep, t0, t1)
             if "q" in wrt:
-                pb.rows(dq, t0, t1)[...] += np.matmul(ds, pb.k[:, :, j0:j1])
+                pb.rows(dq, t0, t1)[...] += xp.matmul(ds, pb.k[:, :, j0:j1])
             if "k" in wrt:
-                dk[:, :, j0:j1] = np.matmul(ds.swapaxes(-1, -2), pb.rows(pb.q, t0, t1))
+                dk[:, :, j0:j1] = xp.matmul(ds.swapaxes(-1, -2), pb.rows(pb.q, t0, t1))
             if dbias is not None:
                 pb.sum_to(ds, dbias.shape, j0, j1, t0, t1, dbias)
     dtype = ops["q"].dtype
     grads = {
         "q": lambda: pb.heads_last(dq * scale, dtype),
-        "k": lambda: np.ascontiguousarray((dk * scale).transpose(0, 2, 1, 3), dtype=dtype),
-        "v": lambda: np.ascontiguousarray(dv.transpose(0, 2, 1, 3), dtype=dtype),
+        "k": lambda: xp.ascontiguousarray((dk * scale).transpose(0, 2, 1, 3), dtype=dtype),
+        "v": lambda: xp.ascontiguousarray(dv.transpose(0, 2, 1, 3), dtype=dtype),
         "bias": lambda: dbias.astype(ops["bias"].dtype, copy=False),
     }
     return [grads[name]() for name in wrt]
 
 
 @numpy_backend.register(dot_product_attention_tangent_p)
-def _attention_tangent(*args, scale, is_causal, local_window, optional, tangents):
+def _attention_tangent(*args, scale, is_causal, local_window, optional, tangents, xp=np):
     ops, (out, lse, *dots) = split_operands(args, optional)
     dots = dict(zip(tangents, dots, strict=True))
-    pb = _Problem(ops, scale, is_causal, local_window)
+    pb = _Problem(ops, scale, is_causal, local_window, xp)
     o, lse = _residuals(pb, out, lse)
     dq = pb.heads_first(dots["q"]) if "q" in dots else None
     dk, dv = (pb.kv_heads_first(dots[n]) if n in dots else None for n in ("k", "v"))
     dbias = pb.grouped(dots.get("bias"))
-    weighted = np.zeros_like(pb.q)  # Σ p ṡ v + Σ p v̇
-    mean = np.zeros((*pb.q.shape[:3], 1), pb.acc)  # Σ p ṡ
+    weighted = xp.zeros_like(pb.q)  # Σ p ṡ v + Σ p v̇
+    mean = xp.zeros((*pb.q.shape[:3], 1), pb.acc)  # Σ p ṡ
     full = lse <= 0.5 * MASKED if pb.masked else None  # fully masked rows: p = 1 / S
     full = full / pb.S if full is not None and full.any() and dv is not None else None
     with np.errstate(all="ignore"):
@@ -330,17 +337,17 @@ def _attention_tangent(*args, scale, is_causal, local_window, optional, tangents
             p = pb.probs(s, pb.rows(lse, t0, t1))
             w = pb.rows(weighted, t0, t1)
             if dv is not None:
-                w += np.matmul(p, dv[:, :, j0:j1])
-            sdot = np.zeros_like(p)
+                w += xp.matmul(p, dv[:, :, j0:j1])
+            sdot = xp.zeros_like(p)
             if dq is not None:
-                sdot += np.matmul(pb.rows(dq, t0, t1), pb.k[:, :, j0:j1].swapaxes(-1, -2))
+                sdot += xp.matmul(pb.rows(dq, t0, t1), pb.k[:, :, j0:j1].swapaxes(-1, -2))
             if dk is not None:
-                sdot += np.matmul(pb.rows(pb.q, t0, t1), dk[:, :, j0:j1].swapaxes(-1, -2))
+                sdot += xp.matmul(pb.rows(pb.q, t0, t1), dk[:, :, j0:j1].swapaxes(-1, -2))
             sdot *= scale
             if dbias is not None:
                 pb.view5(sdot, t0, t1)[...] += pb._cut(dbias, t0, t1, j0, j1)
             pb.unmasked(sdot, keep, t0, t1)
             sdot *= p
             pb.rows(mean, t0, t1)[...] += sdot.sum(axis=-1, keepdims=True)
-            w += np.matmul(sdot, pb.v[:, :, j0:j1])
+            w += xp.matmul(sdot, pb.v[:, :, j0:j1])
     return pb.heads_last(weighted - mean * o, ops["q"].dtype)
