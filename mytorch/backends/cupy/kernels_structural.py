@@ -1,90 +1,43 @@
 """GPU eager kernels of the structural primitives (mytorch/lax/structural.py) and of the
 interpreters' own `zeros`, `add_any` and `name`.
 
-They mirror backends/numpy/structural.py: every kernel returns a fresh C-ordered buffer,
-never a view of an operand (compiled code may later update a dead or donated buffer in
-place). Written for any array module: CuPy on a GPU, NumPy in the tests.
+The structural ones are backends/numpy/structural.py's kernels, written for any array
+module, registered with the operands' (reshape keeps a C-ordered copy of its own). Every
+kernel returns a fresh C-ordered buffer, never a view of an operand (compiled code may later
+update a dead or donated buffer in place). CuPy on a GPU, NumPy in the tests.
 """
 
 import numpy as np
 
 from mytorch.backends.cupy.kernels import register, xp_of
-from mytorch.backends.cupy.kernels_common import BF16, F32, creation_module
+from mytorch.backends.cupy.kernels_common import BF16, F32, any_module, creation_module
+from mytorch.backends.numpy import structural as cpu
 from mytorch.checkpoint import name_p
 from mytorch.core.ad_util import add_any_p, zeros_p
 from mytorch.lax import elementwise as ew
 from mytorch.lax import structural as s
 
 
-@register(s.broadcast_in_dim_p)
-def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
-    xp = xp_of(x)
-    expanded = [1] * len(shape)
-    for i, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[i]
-    return xp.broadcast_to(x.reshape(expanded), shape).copy()
-
-
 @register(s.reshape_p)
 def _reshape(x, *, new_sizes, dimensions):
+    """As the NumPy kernel, but always a C-ordered copy (NumPy's keeps the view's order)."""
     xp = xp_of(x)
     if dimensions is not None:
         x = xp.transpose(x, dimensions)
     return xp.reshape(x, new_sizes).copy()
 
 
-@register(s.squeeze_p)
-def _squeeze(x, *, dimensions):
-    return xp_of(x).squeeze(x, axis=dimensions).copy()
-
-
-@register(s.transpose_p)
-def _transpose(x, *, permutation):
-    return xp_of(x).transpose(x, permutation).copy()
-
-
-@register(s.rev_p)
-def _rev(x, *, dimensions):
-    return xp_of(x).flip(x, axis=dimensions).copy() if dimensions else x.copy()
-
-
-@register(s.pad_p)
-def _pad(x, padding_value, *, padding_config):
-    xp = xp_of(x, padding_value)
-    # interior padding and non-negative edges first, then crop the negative edges
-    full_shape, place, crop = [], [], []
-    for n, (lo, hi, interior) in zip(x.shape, padding_config, strict=True):
-        lo_p, hi_p = max(lo, 0), max(hi, 0)
-        inner = n + max(n - 1, 0) * interior
-        full_shape.append(lo_p + inner + hi_p)
-        place.append(slice(lo_p, lo_p + inner, interior + 1))
-        crop.append(slice(max(-lo, 0), lo_p + inner + hi_p - max(-hi, 0)))
-    out = xp.empty(full_shape, dtype=x.dtype)
-    out[...] = padding_value  # a 0-d buffer: stays on the device
-    out[tuple(place)] = x
-    return out[tuple(crop)].copy()
-
-
-@register(s.concatenate_p)
-def _concatenate(*xs, dimension):
-    return xp_of(*xs).concatenate(xs, axis=dimension)
-
-
-@register(s.slice_p)
-def _slice(x, *, start_indices, limit_indices, strides):
-    strides = strides or (1,) * x.ndim
-    index = tuple(slice(a, b, c) for a, b, c in zip(start_indices, limit_indices, strides,
-                                                    strict=True))
-    return x[index].copy()
+for _prim, _kernel in [(s.broadcast_in_dim_p, cpu._broadcast_in_dim),
+                       (s.squeeze_p, cpu._squeeze), (s.transpose_p, cpu._transpose),
+                       (s.rev_p, cpu._rev), (s.pad_p, cpu._pad),
+                       (s.concatenate_p, cpu._concatenate)]:
+    register(_prim)(any_module(_kernel))
+register(s.slice_p)(cpu._slice)  # indexing only: the same for every array module
 
 
 @register(s.iota_p)
-def _iota(*, dtype, shape, dimension):
-    xp = creation_module()
-    expanded = [1] * len(shape)
-    expanded[dimension] = shape[dimension]
-    values = xp.arange(shape[dimension], dtype=np.int64).astype(dtype).reshape(expanded)
-    return xp.broadcast_to(values, shape).copy()
+def _iota(**params):
+    return cpu._iota(xp=creation_module(), **params)  # no operand to take the module from
 
 
 @register(zeros_p)
