@@ -1,27 +1,14 @@
-"""GPU eager kernel of the `fft` primitive: the array module's n-dimensional transforms over
-the trailing axes (cuFFT plans through `cupy.fft` on a GPU), as backends/numpy/fft.py.
+"""GPU eager kernel of the `fft` primitive: the NumPy backend's kernel
+(backends/numpy/fft.py) with CuPy's n-dimensional transforms over the trailing axes (cuFFT
+plans through `cupy.fft` on a GPU).
 
 The result is cast to the primitive's dtype; CuPy transforms complex64 in single precision
 (cuFFT's C2C/R2C/C2R), NumPy 2 does too.
 """
 
-from mytorch.backends.cupy.kernels import register, xp_of
-from mytorch.core import dtypes
-from mytorch.lax.fft import FftType, fft_p
+from mytorch.backends.cupy.kernels import register
+from mytorch.backends.cupy.kernels_common import any_module
+from mytorch.backends.numpy.fft import _fft
+from mytorch.lax.fft import fft_p
 
-_NAMES = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn",
-          FftType.IRFFT: "irfftn"}
-
-
-@register(fft_p)
-def _fft(x, *, fft_type, fft_lengths):
-    xp = xp_of(x)
-    axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
-    out = getattr(xp.fft, _NAMES[fft_type])(x, s=fft_lengths, axes=axes)
-    if fft_type == FftType.IRFFT:
-        dtype = dtypes.real_dtype(x.dtype)
-    elif fft_type == FftType.RFFT:
-        dtype = dtypes.complex_dtype(x.dtype)
-    else:
-        dtype = x.dtype
-    return out.astype(dtype, copy=False)
+register(fft_p)(any_module(_fft))

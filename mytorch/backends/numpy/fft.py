@@ -3,6 +3,9 @@ transforms over the trailing axes, with `s` the primitive's fft_lengths.
 
 The result is cast to the primitive's dtype (complex64 stays complex64, as in JAX): NumPy 2
 computes single precision in single precision, older NumPy in double.
+
+Written for any array module (`xp`, NumPy by default): the GPU backend registers the same
+kernel with CuPy's `cupy.fft` (cuFFT plans; backends/cupy/kernels_fft.py).
 """
 
 import numpy as np
@@ -11,14 +14,14 @@ from mytorch.backends.numpy import numpy_backend
 from mytorch.core import dtypes
 from mytorch.lax.fft import FftType, fft_p
 
-_NUMPY_FFT = {FftType.FFT: np.fft.fftn, FftType.IFFT: np.fft.ifftn,
-              FftType.RFFT: np.fft.rfftn, FftType.IRFFT: np.fft.irfftn}
+_NAMES = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn",
+          FftType.IRFFT: "irfftn"}
 
 
 @numpy_backend.register(fft_p)
-def _fft(x, *, fft_type, fft_lengths):
+def _fft(x, *, fft_type, fft_lengths, xp=np):
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
-    out = _NUMPY_FFT[fft_type](x, s=fft_lengths, axes=axes)
+    out = getattr(xp.fft, _NAMES[fft_type])(x, s=fft_lengths, axes=axes)
     if fft_type == FftType.IRFFT:
         dtype = dtypes.real_dtype(x.dtype)
     elif fft_type == FftType.RFFT:
