@@ -3,6 +3,11 @@
 Whole-array uint32 arithmetic (NumPy wraps modulo 2**32), twenty rounds unrolled in five
 groups of four with a key injection after each group; no Python loop over elements. The
 rounds update two result buffers and one scratch buffer in place.
+
+Written for any array module (`xp`, NumPy by default): the GPU backend registers the same
+kernel with CuPy's (backends/cupy/kernels_prng.py), whose uint32 arithmetic also wraps
+modulo 2**32 with logical shifts, so the bits are the same. Only NumPy takes the scalar
+shortcut for tiny inputs (on a GPU it would cost a copy to the host).
 """
 
 import math
@@ -37,24 +42,26 @@ def _threefry_scalar(k1, k2, x, y):
 
 
 @numpy_backend.register(prng.threefry2x32_p)
-def _threefry2x32(key1, key2, x1, x2):
-    key1, key2, x1, x2 = (np.asarray(a, _U32) for a in (key1, key2, x1, x2))
+def _threefry2x32(key1, key2, x1, x2, xp=np):
+    key1, key2, x1, x2 = (xp.asarray(a, _U32) for a in (key1, key2, x1, x2))
     shape = np.broadcast_shapes(key1.shape, key2.shape, x1.shape, x2.shape)
-    if math.prod(shape) <= _SCALAR_SIZE:
+    if xp is np and math.prod(shape) <= _SCALAR_SIZE:
         pairs = [_threefry_scalar(*map(int, t)) for t in zip(
             *(np.broadcast_to(a, shape).ravel() for a in (key1, key2, x1, x2)))]
         out = np.array(pairs, _U32).reshape(len(pairs), 2)
         return [out[:, 0].reshape(shape).copy(), out[:, 1].reshape(shape).copy()]
     ks = (key1, key2, key1 ^ key2 ^ _PARITY)
-    x = np.empty(shape, _U32)
-    y = np.empty(shape, _U32)
-    scratch = np.empty(shape, _U32)
-    np.add(x1, ks[0], out=x)
-    np.add(x2, ks[1], out=y)
+    x = xp.empty(shape, _U32)
+    y = xp.empty(shape, _U32)
+    if math.prod(shape) == 0:  # (another module's size-0 operands)
+        return [x, y]
+    scratch = xp.empty(shape, _U32)
+    xp.add(x1, ks[0], out=x)
+    xp.add(x2, ks[1], out=y)
     for group in range(5):
         for r in _ROTATIONS[group % 2]:
             x += y
-            np.left_shift(y, _U32(r), out=scratch)  # y = rotl(y, r) ^ x
+            xp.left_shift(y, _U32(r), out=scratch)  # y = rotl(y, r) ^ x
             y >>= _U32(32 - r)
             y |= scratch
             y ^= x
