@@ -1,6 +1,7 @@
 """GPU eager kernel of dot_general, and the batched matrix product convolution shares.
 
-As on the CPU (backends/numpy/dot.py, whose shape plan this reuses), every dimension-number
+As on the CPU (backends/numpy/dot.py, whose kernel `dot_general_with(matmul)` this
+registers with the matmul below), every dimension-number
 pattern is one `matmul` of 3-D (or 2-D) operands after transposes: on a GPU, CuPy's matmul,
 which calls cuBLAS (`cublasGemmEx`/strided-batched GEMM).
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from mytorch.backends.cupy.kernels import register, xp_of
 from mytorch.backends.cupy.kernels_common import BF16, F16, F32, F64
-from mytorch.backends.numpy.dot import _plan
+from mytorch.backends.numpy.dot import dot_general_with
 from mytorch.lax.dot import dot_general_p
 
 _F32_COMPUTE = ("COMPUTE_TYPE_DEFAULT", "COMPUTE_TYPE_PEDANTIC", "COMPUTE_TYPE_FP32")
@@ -67,12 +68,4 @@ def matmul(a, b, out_dtype):
     return out.astype(out_dtype)
 
 
-@register(dot_general_p)
-def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    lperm, rperm, a_shape, b_shape, out_shape = _plan(lhs.shape, rhs.shape, dimension_numbers)
-    a = lhs if lperm is None else lhs.transpose(lperm)
-    b = rhs if rperm is None else rhs.transpose(rperm)
-    with np.errstate(all="ignore"):
-        out = matmul(a.reshape(a_shape), b.reshape(b_shape), out_dtype)
-    return out.reshape(out_shape)
+dot_general = register(dot_general_p)(dot_general_with(matmul))

@@ -79,12 +79,22 @@ def _plan(lhs_shape, rhs_shape, dimension_numbers):
     return lperm, rperm, a_shape, b_shape, batch_shape + lfree_shape + rfree_shape
 
 
-@numpy_backend.register(dot_general_p)
-def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
-    out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
-    lperm, rperm, a_shape, b_shape, out_shape = _plan(lhs.shape, rhs.shape, dimension_numbers)
-    a = lhs if lperm is None else lhs.transpose(lperm)
-    b = rhs if rperm is None else rhs.transpose(rperm)
-    with np.errstate(all="ignore"):
-        out = matmul(a.reshape(a_shape), b.reshape(b_shape), out_dtype)
-    return out.reshape(out_shape)
+def dot_general_with(matmul):
+    """The dot_general kernel that runs every product as `matmul(a, b, out_dtype)` of
+    (B, M, K) and (B, K, N) operands (or 2-D) after `_plan`'s transposes and reshapes: this
+    module's `matmul` on the CPU, backends/cupy/kernels_dot.py's on a GPU."""
+
+    def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+        out_dtype = lhs.dtype if preferred_element_type is None else preferred_element_type
+        lperm, rperm, a_shape, b_shape, out_shape = _plan(lhs.shape, rhs.shape,
+                                                          dimension_numbers)
+        a = lhs if lperm is None else lhs.transpose(lperm)
+        b = rhs if rperm is None else rhs.transpose(rperm)
+        with np.errstate(all="ignore"):
+            out = matmul(a.reshape(a_shape), b.reshape(b_shape), out_dtype)
+        return out.reshape(out_shape)
+
+    return dot_general
+
+
+dot_general = numpy_backend.register(dot_general_p)(dot_general_with(matmul))
