@@ -1,8 +1,10 @@
 """GPU eager kernels of the reductions, argmax/argmin and the cumulative reductions.
 
-They mirror backends/numpy/reductions.py: float16 and bfloat16 sums and products
-accumulate in float32 and round once; bfloat16 max/min/argmax/argmin/cummax/cummin work
-in float32 (exact); integer sums and products stay in the operand's dtype and wrap.
+They mirror backends/numpy/reductions.py, whose dtype rules (`_accumulate_as`,
+`_f32_if_bf16`) and max/min identities (`_identity`) they import: float16 and bfloat16
+sums and products accumulate in float32 and round once; bfloat16 max/min/argmax/argmin/
+cummax/cummin work in float32 (exact); integer sums and products stay in the operand's
+dtype and wrap.
 
 Differences in how the result is reached, not in what it is:
 - Sums and running sums use the array module's own `sum`/`cumsum`. CuPy's are parallel
@@ -19,17 +21,9 @@ Differences in how the result is reached, not in what it is:
 import numpy as np
 
 from mytorch.backends.cupy.kernels import register, xp_of
-from mytorch.backends.cupy.kernels_common import BF16, F16, F32, log_scan
+from mytorch.backends.cupy.kernels_common import BF16, F32, log_scan
+from mytorch.backends.numpy.reductions import _accumulate_as, _f32_if_bf16, _identity
 from mytorch.lax import reductions as r
-
-
-def _accumulate_as(dt):
-    """The dtype a sum or product of `dt` accumulates in."""
-    return F32 if dt in (F16, BF16) else dt
-
-
-def _f32_if_bf16(x):
-    return x.astype(F32) if x.dtype == BF16 else x
 
 
 def _kept_shape(shape, axes):
@@ -48,16 +42,6 @@ def _arith_reduce(name):
 
     kernel.__name__ = f"reduce_{name}"
     return kernel
-
-
-def _identity(dt, largest):
-    """XLA's identity of max (largest=False) or min (largest=True) for dtype `dt`."""
-    if dt == np.bool_:
-        return bool(largest)
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        return int(info.max if largest else info.min)
-    return np.inf if largest else -np.inf
 
 
 def _choose_reduce(name, largest):
