@@ -1,9 +1,10 @@
 """GPU eager kernels of the indexing primitives: dynamic slices, gather and scatter.
 
-The plan is backends/numpy/indexing.py's: for every operand dim, an integer array
-broadcastable to the target (the gather output or the updates) gives the operand position
-each element reads or writes; they add up to one array of flat positions, so a gather is
-one `take` and a scatter one combining write. Python loops run over dims, never over index
+gather and scatter are backends/numpy/indexing.py's kernels, written for any array module,
+run with CuPy's: for every operand dim, an integer array broadcastable to the target (the
+gather output or the updates) gives the operand position each element reads or writes; they
+add up to one array of flat positions, so a gather is one `take` and a scatter one
+combining write, which is this module's `_combine`. Python loops run over dims, never over index
 rows. Dynamic-slice starts held on the device stay there: the window is an open mesh of
 index arrays (`ix_`), not slices read from the host.
 
@@ -26,19 +27,13 @@ float16/bfloat16 targets of combining scatters accumulate in float32 and round o
 import numpy as np
 
 from mytorch.backends.cupy.kernels import register, xp_of
-from mytorch.backends.cupy.kernels_common import BF16, F16, F32, log_scan, stable_argsort
+from mytorch.backends.cupy.kernels_common import any_module, log_scan, stable_argsort
+from mytorch.backends.numpy import indexing as cpu
+from mytorch.backends.numpy.indexing import _clamped
 from mytorch.lax import indexing as ix
-
-_HALF = (F16, BF16)
 
 
 # ---- dynamic slices -------------------------------------------------------------------------
-def _clamped(shape, starts, sizes):
-    """XLA's clamp: each start in [0, dim - size] (host starts)."""
-    return tuple(min(max(int(s), 0), n - k) for s, n, k in zip(starts, shape, sizes,
-                                                               strict=True))
-
-
 def window_index(xp, shape, starts, sizes):
     """The index of the window of `sizes` at `starts` (clamped as XLA does) in an array of
     `shape`: plain slices when every start is a host value (Python or NumPy), else an open
@@ -68,79 +63,6 @@ def _dynamic_update_slice(x, update, *starts):
     xp = xp_of(x, update)
     out = x.copy()
     out[window_index(xp, x.shape, starts, update.shape)] = update
-    return out
-
-
-# ---- positions of windows -------------------------------------------------------------------
-def _strides(shape):
-    """C-order element strides of `shape`, as Python ints."""
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return out[::-1]
-
-
-def _flat_positions(xp, operand_shape, indices, index_map, dropped, obatch, ibatch,
-                    window_sizes, target_rank, window_pos, check_bounds):
-    """Flat operand positions of every element of the target, as an int64 array
-    broadcastable to the target's shape, and (when `check_bounds`) a bool array, also
-    broadcastable, False for the elements of windows not wholly in bounds; unchecked starts
-    are clamped (backends/numpy/indexing.py's _flat_positions, for any array module)."""
-    batch_shape = indices.shape[:-1]
-    batch_pos = [d for d in range(target_rank) if d not in window_pos]
-
-    def along(size_by_pos):
-        shape = [1] * target_rank
-        for p, n in size_by_pos:
-            shape[p] = n
-        return shape
-
-    at_batch = along(zip(batch_pos, batch_shape, strict=True))
-    idx = indices.astype(np.int64, copy=False)
-    starts, ok = {}, None
-    for k, d in enumerate(index_map):
-        s = idx[..., k]
-        hi = operand_shape[d] - window_sizes[d]
-        if check_bounds:
-            fits = (s >= 0) & (s <= hi)
-            ok = fits if ok is None else ok & fits
-        starts[d] = xp.clip(s, 0, max(hi, 0)).reshape(at_batch)
-    for o, i in zip(obatch, ibatch, strict=True):
-        starts[o] = xp.arange(batch_shape[i], dtype=np.int64).reshape(
-            along([(batch_pos[i], batch_shape[i])]))
-    flat = xp.zeros((1,) * target_rank, dtype=np.int64)
-    window = iter(window_pos)
-    for d, stride in enumerate(_strides(operand_shape)):
-        pos = starts.get(d, 0)
-        if d not in dropped:
-            p = next(window)
-            pos = pos + xp.arange(window_sizes[d], dtype=np.int64).reshape(
-                along([(p, window_sizes[d])]))
-        flat = flat + pos * stride
-    return flat, (None if ok is None else ok.reshape(at_batch))
-
-
-# ---- gather ---------------------------------------------------------------------------------
-@register(ix.gather_p)
-def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value,
-            indices_are_sorted, unique_indices):
-    xp = xp_of(operand, indices)
-    dn = dimension_numbers
-    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    window = [s for d, s in enumerate(slice_sizes) if d not in dropped]
-    rank = len(window) + indices.ndim - 1
-    batch, win = iter(indices.shape[:-1]), iter(window)
-    out_shape = tuple(next(win) if d in dn.offset_dims else next(batch) for d in range(rank))
-    if 0 in out_shape:
-        return xp.empty(out_shape, operand.dtype)
-    flat, ok = _flat_positions(
-        xp, operand.shape, indices, dn.start_index_map, dropped, dn.operand_batching_dims,
-        dn.start_indices_batching_dims, slice_sizes, rank, dn.offset_dims, mode == "fill")
-    out = xp.take(operand.reshape(-1), xp.broadcast_to(flat, out_shape))
-    if ok is not None:
-        fill = xp.full((), fill_value, dtype=operand.dtype)
-        out = xp.where(ok, out, fill)
     return out
 
 
@@ -206,54 +128,22 @@ _OPS = {"add": "add", "mul": "multiply", "min": "minimum", "max": "maximum"}
 
 def _combine(xp, kind, target, flat, updates):
     """Apply the scatter `kind` ("replace", "add", "mul", "min", "max") to the 1-D `target`
-    at positions `flat` (1-D int64) with `updates` (1-D), in place."""
+    at positions `flat` with `updates` (both of the updates' shape), in place: the NumPy
+    kernel's write becomes the module docstring's (NumPy operands keep `ufunc.at` for the
+    combining kinds; replace goes the ranked way everywhere, so the tests run it)."""
+    flat, updates = flat.reshape(-1), updates.reshape(-1)
     if kind == "add" and xp is not np and _atomic_add(xp, target, flat, updates):
         return
     if kind == "replace":
         _ranked_update(xp, None, target, flat, updates)
     elif xp is np:  # NumPy's own ufunc.at: the CPU kernel's call
-        getattr(xp, _OPS[kind]).at(target, flat, updates)
+        cpu.combine(xp, kind, target, flat, updates)
     else:
         _ranked_update(xp, getattr(xp, _OPS[kind]), target, flat, updates)
 
 
-def _scatter_kernel(kind):
-    def kernel(operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted,
-               unique_indices):
-        xp = xp_of(operand, indices, updates)
-        dn = dimension_numbers
-        out = operand.copy()
-        if operand.size == 0 or updates.size == 0:
-            return out
-        dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
-        sizes = [1] * operand.ndim
-        window_dims = [d for d in range(operand.ndim) if d not in dropped]
-        for d, u in zip(window_dims, dn.update_window_dims, strict=True):
-            sizes[d] = updates.shape[u]
-        flat, ok = _flat_positions(
-            xp, operand.shape, indices, dn.scatter_dims_to_operand_dims, dropped,
-            dn.operand_batching_dims, dn.scatter_indices_batching_dims, sizes, updates.ndim,
-            dn.update_window_dims, mode != "clip")
-        flat = xp.broadcast_to(flat, updates.shape)
-        if ok is not None:
-            keep = xp.broadcast_to(ok, updates.shape)
-            flat, updates = flat[keep], updates[keep]
-        flat, updates = flat.reshape(-1), updates.reshape(-1)
-        target = out.reshape(-1)  # a view: out is a fresh contiguous copy
-        if kind != "replace" and out.dtype in _HALF:  # accumulate in float32, round once
-            wide = target.astype(F32)
-            with np.errstate(all="ignore"):
-                _combine(xp, kind, wide, flat, updates.astype(F32))
-                return wide.astype(out.dtype).reshape(out.shape)
-        with np.errstate(all="ignore"):
-            _combine(xp, kind, target, flat, updates)
-        return out
-
-    kernel.__name__ = f"scatter_{kind}"
-    return kernel
-
-
+register(ix.gather_p)(any_module(cpu._gather))
 for _prim, _kind in ((ix.scatter_p, "replace"), (ix.scatter_add_p, "add"),
                      (ix.scatter_mul_p, "mul"), (ix.scatter_min_p, "min"),
                      (ix.scatter_max_p, "max")):
-    register(_prim)(_scatter_kernel(_kind))
+    register(_prim)(any_module(cpu.scatter_kernel(_kind, _combine)))

@@ -7,6 +7,10 @@ plus an arange over the window for window dims, or an arange over the batch posi
 batching dims. These combine into one array of flat positions, so a gather is one `np.take`
 and a scatter one `ufunc.at` (or one fancy assignment). Python loops run over dims only,
 never over index rows. Kernels return fresh buffers, never views of their inputs.
+
+gather and scatter are written for any array module (`xp=`, NumPy by default); the GPU
+backend registers them with CuPy's (backends/cupy/kernels_indexing.py) and, for scatter,
+its own combining write (`scatter_kernel(kind, combine)`: CuPy has no `ufunc.at`).
 """
 
 import ml_dtypes
@@ -40,12 +44,21 @@ def _dynamic_update_slice(x, update, *starts):
 
 
 # ---- positions of windows -------------------------------------------------------------------
-def _flat_positions(operand_shape, indices, index_map, dropped, obatch, ibatch,
-                    window_sizes, target_rank, window_pos, check_bounds):
+def _strides(shape):
+    """C-order element strides of `shape`, as Python ints."""
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+def flat_positions(xp, operand_shape, indices, index_map, dropped, obatch, ibatch,
+                   window_sizes, target_rank, window_pos, check_bounds):
     """Flat operand positions of every element of the target (the gather output or the
-    updates), as an int64 array broadcastable to the target's shape, and (when
-    `check_bounds`) a bool array, also broadcastable, that is False for the elements of
-    windows not wholly in bounds. Unchecked starts are clamped into bounds.
+    updates), as an int64 array of module `xp` broadcastable to the target's shape, and
+    (when `check_bounds`) a bool array, also broadcastable, that is False for the elements
+    of windows not wholly in bounds. Unchecked starts are clamped into bounds.
 
     `dropped`: the operand dims absent from the target (collapsed or inserted, and the
     batching dims); `window_pos`: the target dims of the other operand dims, in order.
@@ -68,27 +81,26 @@ def _flat_positions(operand_shape, indices, index_map, dropped, obatch, ibatch,
         if check_bounds:
             fits = (s >= 0) & (s <= hi)
             ok = fits if ok is None else ok & fits
-        starts[d] = np.clip(s, 0, max(hi, 0)).reshape(at_batch)
+        starts[d] = xp.clip(s, 0, max(hi, 0)).reshape(at_batch)
     for o, i in zip(obatch, ibatch, strict=True):
-        starts[o] = np.arange(batch_shape[i], dtype=np.int64).reshape(
+        starts[o] = xp.arange(batch_shape[i], dtype=np.int64).reshape(
             along([(batch_pos[i], batch_shape[i])]))
-    strides = np.cumprod((1,) + operand_shape[:0:-1])[::-1] if operand_shape else ()
-    flat = np.zeros((1,) * target_rank, dtype=np.int64)
+    flat = xp.zeros((1,) * target_rank, dtype=np.int64)
     window = iter(window_pos)
-    for d, stride in enumerate(strides):
+    for d, stride in enumerate(_strides(operand_shape)):
         pos = starts.get(d, 0)
         if d not in dropped:
             p = next(window)
-            pos = pos + np.arange(window_sizes[d], dtype=np.int64).reshape(
+            pos = pos + xp.arange(window_sizes[d], dtype=np.int64).reshape(
                 along([(p, window_sizes[d])]))
-        flat = flat + pos * int(stride)
+        flat = flat + pos * stride
     return flat, (None if ok is None else ok.reshape(at_batch))
 
 
 # ---- gather ---------------------------------------------------------------------------------
 @numpy_backend.register(ix.gather_p)
 def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value,
-            indices_are_sorted, unique_indices):
+            indices_are_sorted, unique_indices, xp=np):
     dn = dimension_numbers
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
     window = [s for d, s in enumerate(slice_sizes) if d not in dropped]
@@ -96,21 +108,44 @@ def _gather(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_valu
     batch, win = iter(indices.shape[:-1]), iter(window)
     out_shape = tuple(next(win) if d in dn.offset_dims else next(batch) for d in range(rank))
     if 0 in out_shape:
-        return np.empty(out_shape, operand.dtype)
-    flat, ok = _flat_positions(
-        operand.shape, indices, dn.start_index_map, dropped, dn.operand_batching_dims,
+        return xp.empty(out_shape, operand.dtype)
+    flat, ok = flat_positions(
+        xp, operand.shape, indices, dn.start_index_map, dropped, dn.operand_batching_dims,
         dn.start_indices_batching_dims, slice_sizes, rank, dn.offset_dims, mode == "fill")
-    out = np.take(operand.reshape(-1), np.broadcast_to(flat, out_shape))
+    out = xp.take(operand.reshape(-1), xp.broadcast_to(flat, out_shape))
     if ok is not None:
-        fill = np.asarray(fill_value).astype(operand.dtype)
-        out = np.where(ok, out, fill)
+        fill = xp.asarray(host_value(fill_value, operand.dtype))
+        out = xp.where(ok, out, fill)
     return out
 
 
+def host_value(value, dtype):
+    """The Python scalar `value` as a 0-d NumPy array of `dtype`, cast on the host as NumPy
+    casts (out-of-range integers wrap): the same fill value for every array module."""
+    return np.asarray(value).astype(dtype)
+
+
 # ---- scatter --------------------------------------------------------------------------------
-def _scatter_kernel(ufunc):
+_UFUNCS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def combine(xp, kind, target, flat, updates):
+    """Apply the scatter `kind` ("replace", "add", "mul", "min", "max") to the NumPy 1-D
+    `target` at positions `flat` with `updates` (both broadcast to the updates' shape), in
+    place: a fancy assignment (the last write wins) or the ufunc's `at` (duplicates applied
+    one after another, in order)."""
+    if kind == "replace":
+        target[flat] = updates
+    else:
+        _UFUNCS[kind].at(target, flat, updates)
+
+
+def scatter_kernel(kind, combine=combine):
+    """The kernel of the scatter `kind` (for any array module: `xp=`), whose combining
+    write into the flat output is `combine(xp, kind, target, flat, updates)`."""
+
     def kernel(operand, indices, updates, *, dimension_numbers, mode, indices_are_sorted,
-               unique_indices):
+               unique_indices, xp=np):
         dn = dimension_numbers
         out = operand.copy()
         if operand.size == 0 or updates.size == 0:
@@ -120,31 +155,31 @@ def _scatter_kernel(ufunc):
         window_dims = [d for d in range(operand.ndim) if d not in dropped]
         for d, u in zip(window_dims, dn.update_window_dims, strict=True):
             sizes[d] = updates.shape[u]
-        flat, ok = _flat_positions(
-            operand.shape, indices, dn.scatter_dims_to_operand_dims, dropped,
+        flat, ok = flat_positions(
+            xp, operand.shape, indices, dn.scatter_dims_to_operand_dims, dropped,
             dn.operand_batching_dims, dn.scatter_indices_batching_dims, sizes, updates.ndim,
             dn.update_window_dims, mode != "clip")
-        flat = np.broadcast_to(flat, updates.shape)
+        flat = xp.broadcast_to(flat, updates.shape)
         if ok is not None:
-            keep = np.broadcast_to(ok, updates.shape)
+            keep = xp.broadcast_to(ok, updates.shape)
             flat, updates = flat[keep], updates[keep]
         target = out.reshape(-1)  # a view: out is a fresh contiguous copy
-        if ufunc is None:
-            target[flat] = updates
+        if kind == "replace":
+            combine(xp, kind, target, flat, updates)
             return out
         if out.dtype in _HALF:  # accumulate half precision in float32, round once
             wide = target.astype(np.float32)
-            ufunc.at(wide, flat, updates.astype(np.float32))
+            combine(xp, kind, wide, flat, updates.astype(np.float32))
             return wide.astype(out.dtype).reshape(out.shape)
         with np.errstate(all="ignore"):
-            ufunc.at(target, flat, updates)
+            combine(xp, kind, target, flat, updates)
         return out
 
-    kernel.__name__ = f"scatter_{getattr(ufunc, '__name__', 'replace')}"
+    kernel.__name__ = f"scatter_{kind}"
     return kernel
 
 
-for _prim, _ufunc in ((ix.scatter_p, None), (ix.scatter_add_p, np.add),
-                      (ix.scatter_mul_p, np.multiply), (ix.scatter_min_p, np.minimum),
-                      (ix.scatter_max_p, np.maximum)):
-    numpy_backend.register(_prim)(_scatter_kernel(_ufunc))
+for _prim, _kind in ((ix.scatter_p, "replace"), (ix.scatter_add_p, "add"),
+                     (ix.scatter_mul_p, "mul"), (ix.scatter_min_p, "min"),
+                     (ix.scatter_max_p, "max")):
+    numpy_backend.register(_prim)(scatter_kernel(_kind))
