@@ -78,14 +78,32 @@ def test_only_eig_falls_back_to_the_host():
 _ALLOWED_NP = {"dtype", "iinfo", "finfo", "errstate", "broadcast_shapes"}
 
 
+def _is_numpy_branch(test):
+    """Whether an `if` test is `xp is np` (or starts an `and` with it): its body runs on
+    NumPy operands only."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        test = test.values[0]
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "xp" and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id == "np")
+
+
 def _np_calls(tree):
     """(line, dotted name) of every call of `np.<name>...(...)` outside functions allowed
-    to touch the host (kernels_common's `on_host` and `_to_host`)."""
+    to touch the host (kernels_common's `on_host` and `_to_host`, indexing's
+    `host_value` of a Python scalar) and outside `if xp is np:` branches."""
     out = []
 
     class Visitor(ast.NodeVisitor):
         def visit_FunctionDef(self, node):
-            if node.name not in ("on_host", "_to_host"):
+            if node.name not in ("on_host", "_to_host", "host_value"):
+                self.generic_visit(node)
+
+        def visit_If(self, node):
+            if _is_numpy_branch(node.test):
+                for child in node.orelse:
+                    self.visit(child)
+            else:
                 self.generic_visit(node)
 
         def visit_Call(self, node):
@@ -117,9 +135,60 @@ def test_kernels_never_copy_buffers_to_the_host():
     assert not bad, "NumPy calls on buffers in GPU kernels:\n" + "\n".join(bad)
 
 
+def _shared_code(path):
+    """The parts of a NumPy backend module that GPU kernels run: every function with an `xp`
+    parameter (and what it nests), every class whose `__init__` takes `xp`, and the
+    functions kernels_*.py import from it by name."""
+    tree = ast.parse(path.read_text())
+    module = "mytorch.backends.numpy." + path.stem
+    imported = set()
+    for f in KERNEL_DIR.glob("kernels_*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                imported |= {a.name for a in node.names}
+
+    def takes_xp(fn):
+        args = fn.args
+        return any(a.arg == "xp" for a in args.posonlyargs + args.args + args.kwonlyargs)
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and (takes_xp(node) or node.name in imported):
+            out.append(node)
+        elif isinstance(node, ast.ClassDef) and any(
+                isinstance(n, ast.FunctionDef) and n.name == "__init__" and takes_xp(n)
+                for n in node.body):
+            out.append(node)
+    return out
+
+
+def test_shared_numpy_kernels_never_copy_buffers_to_the_host():
+    """The same scan over the NumPy backend's kernels that the GPU backend registers
+    (written for any array module, `xp=`; not the documented host fallback, eig): outside
+    `if xp is np:` branches they call NumPy only for dtypes, limits and shapes."""
+    shared = {f.split(".")[-1] for f in (
+        fn.__wrapped__.__module__ for fn in KERNELS.values()
+        if hasattr(fn, "__wrapped__") and not getattr(fn, "runs_on_host", False))
+        if f.startswith("mytorch.backends.numpy.")}
+    assert {"attention", "convolution", "fft", "indexing", "linalg", "prng",
+            "structural"} <= shared
+    bad = []
+    for name in sorted(shared | {"dot", "reductions"}):
+        path = pathlib.Path(importlib.import_module(
+            f"mytorch.backends.numpy.{name}").__file__)
+        nodes = _shared_code(path)
+        assert nodes or name == "reductions", f"no shared code found in {path.name}"
+        bad += [f"{path.name}:{line}: {call}" for node in nodes
+                for line, call in _np_calls(ast.Module(body=[node], type_ignores=[]))]
+    assert not bad, "NumPy calls on buffers in shared kernels:\n" + "\n".join(bad)
+
+
 def test_the_scan_sees_a_host_copy():
     src = "def k(x):\n    return np.sort(x) + np.dtype('f4').itemsize + x.get()\n"
     assert [n for _, n in _np_calls(ast.parse(src))] == ["np.sort", "get"]
+    src = ("def k(x, xp):\n    if xp is np and x.size < 8:\n        return np.sort(x)\n"
+           "    else:\n        return np.cumsum(x)\n")
+    assert [n for _, n in _np_calls(ast.parse(src))] == ["np.cumsum"]
 
 
 # ---- structural ----------------------------------------------------------------------------
