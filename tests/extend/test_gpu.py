@@ -10,8 +10,7 @@ import pytest
 
 import mytorch as mt
 import mytorch.numpy as mnp
-from mytorch.backends import cupy as gpu_backend
-from mytorch.core import backend as core_backend
+from tests.twin_fixtures import twin_devices
 from tests.extend.ops import (
     BIAS_GELU_CUDA, GPU_CALLS, bias_gelu, bias_gelu_ref, top_k_indices, top_k_ref,
 )
@@ -20,17 +19,8 @@ from tests.extend.ops import (
 @pytest.fixture(scope="module")
 def twin(tmp_path_factory):
     """The twin's device 0 for this module (one compile of the CUDA source)."""
-    if shutil.which("g++") is None:
-        pytest.skip("the CPU twin needs a host C++ compiler (g++), which is absent")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("MYTORCH_TWIN_CACHE", str(tmp_path_factory.getbasetemp() / "twin"))
-    previous = core_backend._BACKENDS.get("gpu")
-    yield gpu_backend.use_twin(1)[0]
-    if previous is not None:
-        core_backend.register_backend(previous)
-    else:
-        gpu_backend.stop_twin()
-    mp.undo()
+    with twin_devices(1, tmp_path_factory.getbasetemp() / "twin") as devices:
+        yield devices[0]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

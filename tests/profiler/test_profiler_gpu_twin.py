@@ -3,30 +3,21 @@ built by the host C++ compiler, NumPy buffers): each step (fused group or equati
 timed between device synchronisations. Nothing here stands for a GPU run."""
 
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 import mytorch as mt
 import mytorch.numpy as mnp
-from mytorch.backends import cupy as gpu_backend
-from mytorch.core import backend as core_backend
+from tests.twin_fixtures import twin_devices
 
 HERE = os.path.basename(__file__)
 
 
 @pytest.fixture
-def twin(tmp_path_factory, monkeypatch):
-    if shutil.which("g++") is None:
-        pytest.skip("the CPU twin needs a host C++ compiler (g++), which is absent")
-    monkeypatch.setenv("MYTORCH_TWIN_CACHE", str(tmp_path_factory.getbasetemp() / "twin"))
-    previous = core_backend._BACKENDS.get("gpu")
-    yield gpu_backend.use_twin(1)[0]
-    if previous is not None:
-        core_backend.register_backend(previous)
-    else:
-        gpu_backend.stop_twin()
+def twin(tmp_path_factory):
+    with twin_devices(1, tmp_path_factory.getbasetemp() / "twin") as devices:
+        yield devices[0]
 
 
 def test_gpu_program_steps_are_timed_on_the_twin(twin):
