@@ -2,13 +2,13 @@
 
 A `Communicator` is one replica's endpoint in a group of `size` replicas (its `rank` in
 [0, size)): the replicas of one named axis of a pmap. Compiled code calls it with the
-backend's buffers (NumPy arrays on the CPU; CuPy arrays and a stream for NCCL later).
+backend's buffers (NumPy arrays on the CPU; CuPy arrays, on the compute stream, for NCCL).
 Every replica of the group calls the same collectives in the same order (the schedule,
 fixed by the jaxpr); each call returns a new buffer and leaves its argument unchanged.
 
 Implementations: `mytorch.distributed.threads` (replicas on threads of one process: shared
-buffers and barriers) and `mytorch.distributed.mpi` (one replica per process, through
-mpi4py). Both raise `mytorch.errors.CollectiveError`, naming the rank and the collective,
+buffers and barriers), `mytorch.distributed.mpi` (one replica per process, through
+mpi4py) and `mytorch.distributed.nccl` (one replica per GPU). All raise `mytorch.errors.CollectiveError`, naming the rank and the collective,
 when a peer fails or a call does not complete within the timeout
 (`MYTORCH_COLLECTIVE_TIMEOUT` seconds, default 300).
 
@@ -39,9 +39,15 @@ The operations, for a buffer `x` of shape S on every rank (`size` = n):
 """
 
 import abc
+import difflib
+import hashlib
 import os
 
-__all__ = ["Communicator", "collective_timeout"]
+import numpy as np
+
+from mytorch.errors import CollectiveError
+
+__all__ = ["Communicator", "collective_timeout", "check_schedule_by_gather"]
 
 _DEFAULT_TIMEOUT = 300.0
 
@@ -108,3 +114,31 @@ class Communicator(abc.ABC):
 
     def __repr__(self):
         return f"{type(self).__name__}(rank={self.rank}, size={self.size})"
+
+
+def check_schedule_by_gather(rank, size, digest, describe, gather):
+    """The schedule check of a communicator that can gather bytes: `gather(a)` takes this
+    rank's 1-D uint8 array (the same length on every rank) and returns every rank's, stacked
+    (size, len). Every rank gathers the SHA-256 of its `digest`; where they differ, every
+    rank gathers the schedules' text (`describe()`) and raises CollectiveError with a diff
+    of its own and the first differing rank's."""
+    mine = np.frombuffer(hashlib.sha256(bytes(digest)).digest(), np.uint8)
+    digests = gather(mine)
+    differs = [r for r in range(size) if not np.array_equal(digests[r], mine)]
+    if not differs:
+        return
+    text = describe()
+    lines = text.splitlines() if isinstance(text, str) else [str(s) for s in text]
+    data = np.frombuffer("\n".join(lines).encode(), np.uint8)
+    lengths = gather(np.array([data.size], np.int64).view(np.uint8)).view(np.int64)[:, 0]
+    padded = np.zeros(max(1, int(lengths.max())), np.uint8)
+    padded[:data.size] = data
+    texts = gather(padded)
+    other = differs[0]
+    theirs = bytes(texts[other, :lengths[other]]).decode().splitlines()
+    diff = "\n".join(difflib.unified_diff(lines, theirs, f"rank {rank}", f"rank {other}",
+                                          lineterm=""))
+    raise CollectiveError(
+        f"rank {rank} of {size}: the replicas' sequences of collectives differ (rank {rank} "
+        f"and rank {other}): they would wait in different collectives and hang. Each line "
+        f"is one collective (primitive, axes, shapes, dtypes), in order:\n{diff}")

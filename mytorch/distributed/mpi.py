@@ -10,8 +10,6 @@ gives pmap this process's endpoint for a set of global devices, one per process.
 mpi4py is imported only here, and this module only once a run is initialized.
 """
 
-import difflib
-import hashlib
 import sys
 import os
 import time
@@ -21,7 +19,11 @@ from mpi4py import MPI
 from mpi4py.util.dtlib import from_numpy_dtype
 
 from mytorch.core.source_info import user_error
-from mytorch.distributed.communicator import Communicator, collective_timeout
+from mytorch.distributed.communicator import (
+    Communicator,
+    check_schedule_by_gather,
+    collective_timeout,
+)
 from mytorch.errors import CollectiveError
 
 __all__ = ["MpiCommunicator", "gather_shards", "mpi_endpoints", "release_communicators"]
@@ -132,28 +134,8 @@ class MpiCommunicator(Communicator):
     def check_schedule(self, digest, describe):
         """Raise CollectiveError on every rank, with a diff of this rank's schedule and the
         first rank's whose digest differs, unless every rank passed the same digest."""
-        mine = np.frombuffer(hashlib.sha256(bytes(digest)).digest(), np.uint8)
-        digests = self._gather_bytes(mine, "check_schedule")
-        differs = [r for r in range(self.size) if not np.array_equal(digests[r], mine)]
-        if not differs:
-            return
-        text = describe()
-        lines = text.splitlines() if isinstance(text, str) else [str(s) for s in text]
-        data = np.frombuffer("\n".join(lines).encode(), np.uint8)
-        lengths = self._gather_bytes(np.array([data.size], np.int64).view(np.uint8),
-                                     "check_schedule").view(np.int64)[:, 0]
-        padded = np.zeros(int(lengths.max()), np.uint8)
-        padded[:data.size] = data
-        texts = self._gather_bytes(padded, "check_schedule")
-        other = differs[0]
-        theirs = bytes(texts[other, :lengths[other]]).decode().splitlines()
-        diff = "\n".join(difflib.unified_diff(lines, theirs, f"rank {self.rank}",
-                                              f"rank {other}", lineterm=""))
-        raise CollectiveError(
-            f"rank {self.rank} of {self.size}: the replicas' sequences of collectives "
-            f"differ (rank {self.rank} and rank {other}): they would wait in different "
-            f"collectives and hang. Each line is one collective (primitive, axes, shapes, "
-            f"dtypes), in order:\n{diff}")
+        check_schedule_by_gather(self.rank, self.size, digest, describe,
+                                 lambda a: self._gather_bytes(a, "check_schedule"))
 
     def close(self):
         """Free the MPI communicator (not COMM_WORLD itself)."""

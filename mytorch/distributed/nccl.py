@@ -42,8 +42,6 @@ of CuPy goes through that one small object (`nccl_lib.CupyLib`), which the tests
 by a fake that runs on NumPy buffers.
 """
 
-import difflib
-import hashlib
 import os
 import threading
 import time
@@ -51,7 +49,11 @@ import time
 import numpy as np
 
 from mytorch.distributed import nccl_lib
-from mytorch.distributed.communicator import Communicator, collective_timeout
+from mytorch.distributed.communicator import (
+    Communicator,
+    check_schedule_by_gather,
+    collective_timeout,
+)
 from mytorch.distributed.nccl_lib import reduction
 from mytorch.errors import CollectiveError
 
@@ -218,28 +220,7 @@ class NcclCommunicator(Communicator):
         """Raise CollectiveError on every rank, with a diff of this rank's schedule and the
         first rank's whose digest differs, unless every rank passed the same `digest`
         (bytes); `describe()` gives this rank's schedule as lines, called on a mismatch."""
-        mine = np.frombuffer(hashlib.sha256(bytes(digest)).digest(), np.uint8)
-        digests = self._gather_host(mine)
-        differs = [r for r in range(self.size) if not np.array_equal(digests[r], mine)]
-        if not differs:
-            return
-        text = describe()
-        lines = text.splitlines() if isinstance(text, str) else [str(s) for s in text]
-        data = np.frombuffer("\n".join(lines).encode(), np.uint8)
-        lengths = self._gather_host(np.array([data.size], np.int64).view(np.uint8))
-        lengths = lengths.view(np.int64)[:, 0]
-        padded = np.zeros(max(1, int(lengths.max())), np.uint8)
-        padded[:data.size] = data
-        texts = self._gather_host(padded)
-        other = differs[0]
-        theirs = bytes(texts[other, :lengths[other]]).decode().splitlines()
-        diff = "\n".join(difflib.unified_diff(lines, theirs, f"rank {self.rank}",
-                                              f"rank {other}", lineterm=""))
-        raise CollectiveError(
-            f"rank {self.rank} of {self.size}: the replicas' sequences of collectives "
-            f"differ (rank {self.rank} and rank {other}): they would wait in different "
-            f"collectives and hang. Each line is one collective (primitive, axes, shapes, "
-            f"dtypes), in order:\n{diff}")
+        check_schedule_by_gather(self.rank, self.size, digest, describe, self._gather_host)
 
     # ---- groups, failure, release ---------------------------------------------------------
     def group_start(self):
