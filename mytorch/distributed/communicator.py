@@ -8,9 +8,10 @@ fixed by the jaxpr); each call returns a new buffer and leaves its argument unch
 
 Implementations: `mytorch.distributed.threads` (replicas on threads of one process: shared
 buffers and barriers), `mytorch.distributed.mpi` (one replica per process, through
-mpi4py) and `mytorch.distributed.nccl` (one replica per GPU). All raise `mytorch.errors.CollectiveError`, naming the rank and the collective,
-when a peer fails or a call does not complete within the timeout
-(`MYTORCH_COLLECTIVE_TIMEOUT` seconds, default 300).
+mpi4py) and `mytorch.distributed.nccl` (one replica per GPU). All raise
+`mytorch.errors.CollectiveError`, naming the rank and the collective, when a peer fails or
+a call does not complete within the timeout (`MYTORCH_COLLECTIVE_TIMEOUT` seconds, default
+300).
 
 The operations, for a buffer `x` of shape S on every rank (`size` = n):
 
