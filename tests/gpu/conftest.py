@@ -16,7 +16,6 @@ exercises the tests' logic, never the GPU backend; tests that need GPU-only beha
 (CUDA source, memory statistics) skip there.
 """
 
-import contextlib
 import os
 
 import pytest
@@ -92,15 +91,9 @@ def cpu():
     return mt.devices("cpu")[0]
 
 
-@contextlib.contextmanager
 def placed_on(device):
     """New arrays (constants, iota, random keys) go to `device` inside the block."""
-    old = mt.config.default_device
-    mt.config.update("default_device", device)
-    try:
-        yield
-    finally:
-        mt.config.update("default_device", old)
+    return mt.config.override(default_device=device)
 
 
 @pytest.fixture(autouse=True)
