@@ -121,8 +121,13 @@ def test_literal_operands_keep_eager_types(name, dt, s, shape):
 @pytest.mark.parametrize("name", ["add", "mul", "chain", "where", "select_n", "clip_lo",
                                   "pow", "square", "maximum", "lt", "xor"])
 @pytest.mark.parametrize("dt", [F32, I8, U8, I32], ids=str)
-def test_literal_operands_in_fused_blocks(name, dt):
-    """Arrays large enough for the blocked evaluation of elementwise runs (fusion.py)."""
+def test_literal_operands_in_fused_blocks(name, dt, monkeypatch):
+    """Arrays large enough for the blocked evaluation of elementwise runs (fusion.py; the
+    compiled loops that replace it where a C++ compiler is present are turned off here and
+    checked the same way in test_native_loops.py)."""
+    from mytorch.backends.numpy import native
+
+    monkeypatch.setattr(native, "available", lambda: False)
     op = LITERAL_PROGRAMS[name]
     x = _operand(dt, (1 << 18,))
     for s in (2, 2.5, np.float32(0.5), True):

@@ -1,6 +1,7 @@
 """Blocked evaluation of fused elementwise runs (backends/numpy/fusion.py) against the
 un-jitted program. The size threshold and block size are lowered so that small hypothesis
-arrays take the blocked path, including a partial tail block."""
+arrays take the blocked path, including a partial tail block, and compiled loops (the path
+taken where a C++ compiler is present, tested in test_native_loops.py) are turned off."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
-from mytorch.backends.numpy import fusion
+from mytorch.backends.numpy import fusion, native
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +19,7 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(fusion, "MIN_SIZE", 4)
     monkeypatch.setattr(fusion, "BLOCK_BYTES", 16)  # 4 float32 values per block
     monkeypatch.setattr(fusion, "MIN_BLOCK", 1)
+    monkeypatch.setattr(native, "available", lambda: False)
     mt.clear_caches()
     yield
     mt.clear_caches()

@@ -39,24 +39,10 @@ import numpy as np
 # a barrier sleep instead of spinning (blocks have far more threads than the host has cores)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-SHIM = r"""
-#include <cmath>
-#include <cstring>
-#include <cstdint>
-#include <math.h>
-#include <mutex>
-#include <omp.h>
-#define __global__
-#define __device__
-#define __host__
-#define __forceinline__ inline
-#define __shared__ static
-struct dim3 { unsigned int x, y, z; };
-static thread_local dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
-static thread_local dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
-static inline void __syncthreads() {
-  _Pragma("omp barrier")
-}
+# CUDA's half-precision types and conversion intrinsics (round to nearest even) in C++; also
+# used by the CPU backend's compiled loops (backends/numpy/native.py)
+HALF_TYPES = r"""
+#include <string.h>
 typedef _Float16 __half;
 struct __nv_bfloat16 { unsigned short x; };
 static inline float __half2float(__half h) { return (float)h; }
@@ -79,6 +65,26 @@ static inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) {
   __nv_bfloat16 b; b.x = u; return b;
 }
 """
+
+SHIM = r"""
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <math.h>
+#include <mutex>
+#include <omp.h>
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+struct dim3 { unsigned int x, y, z; };
+static thread_local dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
+static thread_local dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static inline void __syncthreads() {
+  _Pragma("omp barrier")
+}
+""" + HALF_TYPES
 
 FLAGS = ("-x", "c++", "-std=c++17", "-O1", "-fopenmp", "-shared", "-fPIC", "-w")
 _ARG_TYPES = {  # signature type: (C type, ctypes type)

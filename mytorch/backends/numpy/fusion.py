@@ -16,9 +16,10 @@ read after the run are written to full-size arrays.
 
 import math
 
+from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
 from mytorch.core.jaxpr import Literal, Var
-from mytorch.lax.elementwise import clamp_p, select_n_p
+from mytorch.lax.elementwise import clamp_p, integer_pow_p, select_n_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
@@ -136,7 +137,78 @@ def emit_run(gen, eqns, run, pos):
     by_rows = lead == 1  # axis 0 slices any array (broadcasts, transposes, pooled buffers)
     rows_shape = (size, *scratch_shape)
 
-    # block function: parameters are the inputs' blocks, the outputs' blocks, scratch
+    loop = _native_loop(gen, members, inputs, scalars, escaping)
+    if loop is None:
+        fname, scratch = _block_function(gen, members, inputs, scalars, escaping, defined)
+
+    # the loop in the main function
+    lines = gen.lines
+    in_src = [gen.src(v, False) for v in inputs]
+    read_at = {}  # input -> the last member reading it
+    for k, e in enumerate(members):
+        for v in e.invars:
+            if type(v) is Var and v in inputs:
+                read_at[v] = k
+    def_at = {v: k for k, e in enumerate(members) for v in e.outvars}
+    for v in escaping:
+        dt = gen.dtype(v.aval.dtype)
+        full = gen.bind(v)
+        # an input dying here, read for the last time no later than v is written, or a dead
+        # buffer; collapsed rows write through np.reshape, a view only of a C-contiguous
+        # array, so there a buffer in another layout is replaced by a fresh one
+        buf = next((name for x in inputs if read_at[x] <= def_at[v]
+                    and x.aval.dtype == v.aval.dtype
+                    and (name := gen.planner.overwrite(x, run_pos))), None)
+        buf = buf or gen.planner.take(v.aval)
+        fresh = f"np.empty({shape}, {dt})"
+        if buf and not by_rows and loop is None:
+            buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
+        lines.append(f"{full} = {buf or fresh}")
+    if loop is not None:  # one compiled ufunc: NumPy broadcasts, strides and 0-d values
+        args = [*in_src, *(gen.src(v, False) for v in scalars)]
+        outs = ", ".join(gen.names[v] for v in escaping)
+        lines.append(f"{loop}({', '.join(args)}, out=({outs},))")
+        return escaping
+    flat_in, flat_out = [], []
+    for v, src in zip(inputs, in_src, strict=True):
+        if by_rows:
+            flat_in.append(src)
+            continue
+        name = f"_f{gen.next_id()}"
+        lines.append(f"{name} = np.reshape({src}, {rows_shape})")
+        flat_in.append(name)
+    for v in escaping:
+        full = gen.names[v]
+        if by_rows:
+            flat_out.append(full)
+            continue
+        name = f"_f{gen.next_id()}"
+        lines.append(f"{name} = np.reshape({full}, {rows_shape})")
+        flat_out.append(name)
+    scratch_names = []
+    for dt in scratch:
+        name = f"_s{gen.next_id()}"
+        lines.append(f"{name} = np.empty({(block, *scratch_shape)}, {gen.dtype(dt)})")
+        scratch_names.append(name)
+    full_blocks = size - size % block
+    sl = "[_i:_i + " + str(block) + "]"
+    whole = [gen.src(v, False) for v in scalars]
+    call = ", ".join([*(n + sl for n in flat_in), *whole, *(n + sl for n in flat_out),
+                      *scratch_names])
+    lines.append(f"for _i in range(0, {full_blocks}, {block}):")
+    lines.append(f"    {fname}({call})")
+    if size % block:
+        tail = size % block
+        args = [*(f"{n}[{full_blocks}:]" for n in flat_in), *whole,
+                *(f"{n}[{full_blocks}:]" for n in flat_out),
+                *(f"{n}[:{tail}]" for n in scratch_names)]
+        lines.append(f"{fname}({', '.join(args)})")
+    return escaping
+
+
+def _block_function(gen, members, inputs, scalars, escaping, defined):
+    """Emit the block function of a run (parameters: the inputs' blocks, the 0-d values,
+    the outputs' blocks, scratch buffers); returns its name and the scratch dtypes."""
     local = {}
     params = []
     for k, v in enumerate(inputs):
@@ -187,63 +259,7 @@ def emit_run(gen, eqns, run, pos):
     params += [f"s{k}" for k in range(len(scratch))]
     fname = f"_blk{len(gen.blocks)}"
     gen.blocks.append(f"def {fname}({', '.join(params)}):\n" + "\n".join(body) + "\n")
-
-    # the loop in the main function
-    lines = gen.lines
-    flat_in = []
-    for v in inputs:
-        if by_rows:
-            flat_in.append(gen.src(v, False))
-            continue
-        name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.reshape({gen.src(v, False)}, {rows_shape})")
-        flat_in.append(name)
-    flat_out = []
-    read_at = {}  # input -> the last member reading it
-    for k, e in enumerate(members):
-        for v in e.invars:
-            if type(v) is Var and v in inputs:
-                read_at[v] = k
-    def_at = {v: k for k, e in enumerate(members) for v in e.outvars}
-    for v in escaping:
-        dt = gen.dtype(v.aval.dtype)
-        full = gen.bind(v)
-        # an input dying here, read for the last time no later than v is written, or a dead
-        # buffer; collapsed rows write through np.reshape, a view only of a C-contiguous
-        # array, so there a buffer in another layout is replaced by a fresh one
-        buf = next((name for x in inputs if read_at[x] <= def_at[v]
-                    and x.aval.dtype == v.aval.dtype
-                    and (name := gen.planner.overwrite(x, run_pos))), None)
-        buf = buf or gen.planner.take(v.aval)
-        fresh = f"np.empty({shape}, {dt})"
-        if buf and not by_rows:
-            buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
-        lines.append(f"{full} = {buf or fresh}")
-        if by_rows:
-            flat_out.append(full)
-            continue
-        name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.reshape({full}, {rows_shape})")
-        flat_out.append(name)
-    scratch_names = []
-    for dt in scratch:
-        name = f"_s{gen.next_id()}"
-        lines.append(f"{name} = np.empty({(block, *scratch_shape)}, {gen.dtype(dt)})")
-        scratch_names.append(name)
-    full_blocks = size - size % block
-    sl = "[_i:_i + " + str(block) + "]"
-    whole = [gen.src(v, False) for v in scalars]
-    call = ", ".join([*(n + sl for n in flat_in), *whole, *(n + sl for n in flat_out),
-                      *scratch_names])
-    lines.append(f"for _i in range(0, {full_blocks}, {block}):")
-    lines.append(f"    {fname}({call})")
-    if size % block:
-        tail = size % block
-        args = [*(f"{n}[{full_blocks}:]" for n in flat_in), *whole,
-                *(f"{n}[{full_blocks}:]" for n in flat_out),
-                *(f"{n}[:{tail}]" for n in scratch_names)]
-        lines.append(f"{fname}({', '.join(args)})")
-    return escaping
+    return fname, scratch
 
 
 def _block_src(gen, local, v, scalar_ok):
@@ -257,3 +273,78 @@ def _emit(eqn, bg, args):
     if out is None:  # pragma: no cover - fusable() promised an emitter
         raise AssertionError(f"no fused emitter for {eqn.primitive.name}")
     return out.expr
+
+
+def _native_loop(gen, members, inputs, scalars, escaping):
+    """The generated code's global name of a compiled ufunc computing the run (inputs: the
+    full-size operands, then the 0-d values; outputs: `escaping`), or None where compiled
+    loops are unavailable or an operation has no C expression."""
+    if not escaping or not native.available() or \
+            len(inputs) + len(scalars) + len(escaping) > native.MAX_ARGS:
+        return None
+    try:
+        loop = _loop_source(members, inputs, scalars, escaping)
+    except TypeError:  # an operation or dtype without a C expression: ufunc blocks
+        return None
+    types = [v.aval.dtype.num for v in (*inputs, *scalars, *escaping)]
+    doc = " ".join(e.primitive.name for e in members)
+    try:
+        fn = native.compile_ufunc(loop, types, len(inputs) + len(scalars), len(escaping), doc)
+    except (native.NativeCompileError, OSError, ImportError) as e:
+        native.failed(e)
+        return None
+    return gen.hoist(fn, "nat")
+
+
+def _loop_source(members, inputs, scalars, escaping):
+    """C++ of the run's ufunc inner loop `mt_loop`: the run's equations on element i of each
+    input, in registers, stored to the outputs; a vectorised loop where every array is
+    contiguous, a strided one otherwise (raises TypeError where an operation has no C
+    expression)."""
+    from mytorch.backends.cupy import expressions as cx
+    from mytorch.backends.cupy.codegen_emit import elementwise_template, literal
+
+    head, fast, slow, body, names = [], [], [], [], {}
+    arrays = [*inputs, *(None for _ in scalars), *escaping]
+    for k, v in enumerate(inputs):
+        t = cx.ctype(v.aval.dtype)
+        fast.append(f"    const {t} *in{k} = (const {t} *)args[{k}];")
+        names[v] = f"x{k}"
+    for k, v in enumerate(scalars):
+        t = cx.ctype(v.aval.dtype)
+        head.append(f"  const {t} z{k} = *(const {t} *)args[{len(inputs) + k}];")
+        names[v] = f"z{k}"
+    first_out = len(inputs) + len(scalars)
+    for k, v in enumerate(escaping):
+        t = cx.ctype(v.aval.dtype)
+        fast.append(f"    {t} *out{k} = ({t} *)args[{first_out + k}];")
+    for k, e in enumerate(members):
+        out = e.outvars[0]
+        ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
+               for v in e.invars]
+        y = e.params.get("y") if e.primitive is integer_pow_p else None
+        if y in (2, 3) and out.aval.dtype.kind == "f":  # NumPy's square (and square * x)
+            expr = f"({ops[0]} * {ops[0]})" + (f" * {ops[0]}" if y == 3 else "")
+        else:
+            expr = elementwise_template(e).format(*ops)
+        body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
+        names[out] = f"t{k}"
+    contiguous = " && ".join(f"steps[{k}] == sizeof({cx.ctype(v.aval.dtype)})"
+                             for k, v in enumerate(arrays) if v is not None)
+    loads_fast = [f"const {cx.ctype(v.aval.dtype)} x{k} = in{k}[i];"
+                  for k, v in enumerate(inputs)]
+    loads_slow = [f"const {cx.ctype(v.aval.dtype)} x{k} = *(const {cx.ctype(v.aval.dtype)} *)"
+                  f"(args[{k}] + i * steps[{k}]);" for k, v in enumerate(inputs)]
+    stores_fast = [f"out{k}[i] = {names[v]};" for k, v in enumerate(escaping)]
+    stores_slow = [f"*({cx.ctype(v.aval.dtype)} *)(args[{first_out + k}] + i * "
+                   f"steps[{first_out + k}]) = {names[v]};" for k, v in enumerate(escaping)]
+    indent = "\n      "
+    slow = loads_slow + body + stores_slow
+    return ("static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps, "
+            "void *data) {\n  const npy_intp n = dims[0];\n  if (n <= 0) return;\n"
+            + "".join(line + "\n" for line in head)
+            + f"  if ({contiguous}) {{\n" + "".join(line + "\n" for line in fast)
+            + "    #pragma omp simd\n    for (npy_intp i = 0; i < n; i++) {"
+            + indent + indent.join(loads_fast + body + stores_fast) + "\n    }\n"
+            + "  } else {\n    for (npy_intp i = 0; i < n; i++) {"
+            + indent + indent.join(slow) + "\n    }\n  }\n}\n")

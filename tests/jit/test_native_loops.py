@@ -1,0 +1,342 @@
+"""Compiled loops for large fused runs (backends/numpy/native.py) against the un-jitted
+program: every fusable elementwise primitive and dtype (one compile per dtype, the primitives
+side by side in one run), edge values, broadcast, strided and 0-d operands, results written
+over donated inputs, random programs, and the fallback to NumPy ufunc blocks.
+
+Arithmetic, comparisons, conversions and bit operations must match the eager NumPy kernels
+bit for bit; functions computed by a vector math library (exp, tanh, ...) within a few ulp.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mytorch as mt
+import mytorch.numpy as mnp
+from mytorch import lax
+from mytorch.backends.numpy import fusion, native
+from mytorch.core.aval import ShapedArray
+from mytorch.core.primitive import registry
+
+pytestmark = pytest.mark.skipif(not native.available(),
+                                reason=f"no compiled loops here: {native.unavailable_reason()}")
+
+N = fusion.MIN_SIZE  # the smallest run that is fused
+P = registry()
+# computed by libm / libmvec (or from them), not exactly rounded: compared within ULPS
+TRANSCENDENTAL = {"acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos",
+                  "cosh", "digamma", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1",
+                  "lgamma", "log", "log1p", "logistic", "pow", "sin", "sinh", "tan", "tanh",
+                  "rsqrt",
+                  "integer_pow3"}  # x*x*x under jit (NumPy's square times x), pow eagerly
+ULPS = {np.dtype(np.float32): 4, np.dtype(np.float64): 4}
+# the dtypes NumPy computes natively (the code generator computes float16 and bfloat16 in
+# float32 and rounds, outside fused runs)
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint16, np.bool_,
+          np.complex64, np.complex128]
+
+
+def _edge_values(dt, rng):
+    """N values of `dt`: edge cases first (NaN, infinities, signed zeros, extremes), then
+    random ones."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return rng.integers(0, 2, N).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        edge = np.array([0, 1, info.max, info.min, info.max - 1, 2, 3, 7], dtype=dt)
+        out = rng.integers(info.min, int(info.max) + 1, N, dtype=dt)
+        if dt.kind == "i":
+            edge = np.concatenate([edge, np.array([-1, -2, -7], dtype=dt)])
+    else:
+        real = np.dtype(np.float32) if dt.kind == "c" else dt
+        info = np.finfo(real)
+        edge = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, info.max,
+                         -info.max, info.tiny, info.smallest_subnormal, 2.0, 3.0, 1e-3],
+                        dtype=real)
+        out = (rng.standard_normal(N) * 3).astype(real)
+        if dt.kind == "c":
+            edge = edge + 1j * edge[::-1]
+            out = out + 1j * (rng.standard_normal(N) * 3).astype(real)
+    out = out.astype(dt)
+    out[:edge.size] = edge
+    return out
+
+
+def _accepts(prim, dt, n, params):
+    try:
+        prim.abstract_eval(*[ShapedArray((), dt)] * n, **params)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _ops(dt):
+    """[(label, name, nargs, params)] of the elementwise primitives taking `dt` operands."""
+    dt = np.dtype(dt)
+    out = []
+    for name in sorted(p.name for p in P.values() if p.kind == "elementwise"):
+        prim = P[name]
+        variants = [{}]
+        if name == "integer_pow":
+            variants = [{"y": 2}, {"y": 3}]
+        elif name == "round":
+            variants = [{"rounding_method": 0}, {"rounding_method": 1}]
+        elif name == "convert_element_type":
+            variants = [{"new_dtype": np.dtype(t), "weak_type": False}
+                        for t in (np.float32, np.int32, np.bool_, np.float64) if t != dt]
+        elif name in ("bitcast_convert_type", "select_n", "clamp", "complex"):
+            continue  # other operand dtypes or counts: checked separately below
+        for params in variants:
+            for n in (1, 2):
+                if _accepts(prim, dt, n, params) and _has_c(prim, dt, n, params):
+                    label = name + (str(params["y"]) if name == "integer_pow" else "")
+                    out.append((label, name, n, params))
+                    break
+    return out
+
+
+def _has_c(prim, dt, n, params):
+    """Whether the primitive has a C expression for `dt` (complex asin, ... have none: a run
+    holding one is computed by NumPy ufunc blocks)."""
+    from mytorch.backends.cupy import expressions as cx
+
+    out = prim.abstract_eval(*[ShapedArray((), dt)] * n, **params)
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    try:
+        cx.expression(prim, [dt] * n, out.dtype, **params)
+    except TypeError:
+        assert dt.kind == "c", f"{prim.name} has no C expression for {dt}"
+        return False
+    return True
+
+
+def _ulps(a, b):
+    """|a - b| in units in the last place of their float dtype (NaN where either is)."""
+    width = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    ia, ib = (x.view(width).astype(np.int64) for x in (a, b))
+    top = np.int64(np.iinfo(width).min)
+    ia = np.where(ia < 0, top - ia, ia)
+    ib = np.where(ib < 0, top - ib, ib)
+    return np.abs(ia - ib)
+
+
+def _assert_matches(name, got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, name
+    if got.dtype.kind == "c":
+        for part in (np.real, np.imag):
+            _assert_matches(name, part(got), part(want))
+        return
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        return
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=f"{name}: NaN positions")
+    if name not in TRANSCENDENTAL:
+        np.testing.assert_array_equal(got.view(f"u{got.dtype.itemsize}")[~nan],
+                                      want.view(f"u{want.dtype.itemsize}")[~nan],
+                                      err_msg=f"{name}: not bit for bit")
+        return
+    ulps = _ulps(got[~nan], want[~nan])
+    worst = int(ulps.max()) if ulps.size else 0
+    assert worst <= ULPS[got.dtype], f"{name}: {worst} ulp from eager"
+
+
+def _jit_matches_eager(f, args, names):
+    """Run `f` eagerly and jitted; check a compiled loop ran and each output matches."""
+    mt.clear_caches()
+    want = f(*args)
+    jf = mt.jit(f)
+    text = jf.lower(*args).compile().as_text()
+    assert "_nat" in text, text
+    got = jf(*args)
+    for name, g, w in zip(names, got, want, strict=True):
+        _assert_matches(name, g, w)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_elementwise_primitive_matches_eager(dt, request):
+    if np.dtype(dt).itemsize == 8 or np.dtype(dt) == np.complex128:
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(0)
+    x, y = _edge_values(dt, rng), _edge_values(dt, rng)[::-1].copy()
+    if np.dtype(dt).kind in "iu":  # shift amounts and powers in range as well as outside
+        y[N // 2:] = rng.integers(0, 9, N - N // 2).astype(dt)
+    ops = _ops(dt)
+    assert len(ops) > 10
+    for lo in range(0, len(ops), 24):  # operands of one ufunc are limited (native.MAX_ARGS)
+        chunk = ops[lo:lo + 24]
+
+        def f(x, y, chunk=chunk):
+            return [P[name].bind(*(x, y)[:n], **params) for _, name, n, params in chunk]
+
+        _jit_matches_eager(f, [mnp.asarray(x), mnp.asarray(y)], [c[0] for c in chunk])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_select_clamp_bitcast_and_mixed_dtypes(dt):
+    rng = np.random.default_rng(1)
+    x, y = _edge_values(dt, rng), _edge_values(dt, rng)[::-1].copy()
+    c = rng.integers(0, 2, N).astype(bool)
+    k = rng.integers(0, 3, N).astype(np.int32)
+    width = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dt).itemsize]
+
+    def f(x, y, c, k):
+        lo = mnp.minimum(x, y)
+        return [lax.select_n(c, x, y), lax.select_n(k, x, y, lo), lax.clamp(lo, x, y),
+                lax.bitcast_convert_type(x, width), mnp.where(c, x.astype(np.float32), 0.5),
+                x.astype(np.float64) * 2, (x > y) & c]
+
+    _jit_matches_eager(f, [mnp.asarray(a) for a in (x, y, c, k)], list("scbbwmc"))
+
+
+def test_broadcast_zero_d_and_strided_operands():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((512, 1024)).astype(np.float32)
+    b = rng.standard_normal(1024).astype(np.float32)
+    col = rng.standard_normal((512, 1)).astype(np.float32)
+    s = np.float32(0.75)
+
+    def f(x, b, col, s):
+        h = mnp.maximum(x + b, 0.0) * s - col
+        return [h, mnp.tanh(h) + x * x, h > s]
+
+    args = [x, b, col, s]
+    _jit_matches_eager(f, [mnp.asarray(a) for a in args], ["h", "tanh", "gt"])
+    # the same compiled function on a transposed (Fortran-ordered) and a sliced input
+    jf = mt.jit(f)
+    for xs in (np.asfortranarray(x), rng.standard_normal((512, 2048)).astype(np.float32)[:, ::2]):
+        for g, w in zip(jf(xs, b, col, s), f(mnp.asarray(xs), b, col, s), strict=True):
+            _assert_matches("strided", g, w)
+
+
+def test_results_written_over_donated_inputs():
+    """An Adam-like update with donated state: outputs may be written over inputs the loop
+    has finished reading; three distinct results that match eager."""
+    rng = np.random.default_rng(3)
+    shape = (N // 256, 256)
+    p, m, v, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+    v = np.abs(v)
+
+    def adam(p, m, v, g):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        return p - 0.01 * m / (mnp.sqrt(v) + 1e-8), m, v
+
+    want = adam(*(mnp.asarray(a) for a in (p, m, v, g)))
+    step = mt.jit(adam, donate_argnums=(0, 1, 2))
+    assert "_nat" in step.lower(p, m, v, g).compile().as_text()
+    for _ in range(2):
+        got = step(*(mnp.asarray(a.copy()) for a in (p, m, v)), mnp.asarray(g))
+        assert len({np.asarray(o).ctypes.data for o in got}) == 3
+        for name, a, b in zip("pmv", got, want, strict=True):
+            _assert_matches(name, a, b)
+
+
+UNARY = [mnp.tanh, mnp.exp, mnp.sin, lax.logistic, mnp.abs, mnp.negative, mnp.sqrt,
+         lambda x: x ** 2, lambda x: x * 0.5, lambda x: 1.0 - x, mnp.floor]
+BINARY = [mnp.add, mnp.subtract, mnp.multiply, mnp.maximum, mnp.minimum, lambda a, b: a / b,
+          lambda a, b: mnp.where(a > b, a, b * 0.5)]
+
+
+@settings(max_examples=6, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, len(UNARY) - 1),
+                                st.integers(0, len(BINARY) - 1), st.integers(0, 10 ** 6)),
+                      min_size=2, max_size=6),
+       n_out=st.integers(1, 3), dt=st.sampled_from([np.float32, np.float64]))
+def test_random_chains_match_eager(steps, n_out, dt):
+    """Chains of unary and binary ops (some intermediates escape the run) compiled into one
+    loop match the un-jitted chain to a few ulp per transcendental step."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(N).astype(dt)
+    y = rng.standard_normal(N).astype(dt)
+
+    def f(x, y):
+        vals = [x, y]
+        for u, b, pick in steps:
+            a = UNARY[u](vals[pick % len(vals)])
+            vals.append(BINARY[b](a, vals[(pick // 7) % len(vals)]))
+        return tuple(vals[-n_out:])
+
+    with mt.config.override(enable_x64=dt == np.float64):
+        want = f(mnp.asarray(x), mnp.asarray(y))
+        got = mt.jit(f)(x, y)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype == dt
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        finite = np.isfinite(w)  # a difference of a few ulp, cancelled, is absolute
+        scale = np.abs(w[finite]).max() if finite.any() else 1.0
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale)
+
+
+def test_failed_build_falls_back_to_blocks(monkeypatch):
+    """A compiler failure warns once, names the reason, and jit runs the NumPy ufunc
+    blocks instead, with the same values."""
+    def fail(*args, **kwargs):
+        raise native.NativeCompileError("loop.cc:1: error: simulated")
+
+    monkeypatch.setattr(native._Cache.shared(), "_build", fail)
+    monkeypatch.setattr(native._Cache.shared(), "_ufuncs", {})
+    monkeypatch.setattr(native, "_FAILED", [])
+    mt.clear_caches()
+    x = np.linspace(-3, 3, N, dtype=np.float32)
+
+    def f(x):
+        return mnp.tanh(x) * 0.5 + x
+
+    with pytest.warns(RuntimeWarning, match="simulated"):
+        text = mt.jit(f).lower(x).compile().as_text()
+    assert "_nat" not in text and "_blk" in text
+    assert not native.available()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once only
+        np.testing.assert_array_equal(np.asarray(mt.jit(lambda x: f(x) - 1.0)(x)),
+                                      np.asarray(f(mnp.asarray(x)) - 1.0))
+    mt.clear_caches()
+
+
+def test_turned_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv("MYTORCH_NATIVE", "0")
+    native.unavailable_reason.cache_clear()
+    try:
+        assert native.unavailable_reason() == "turned off by MYTORCH_NATIVE=0"
+        assert not native.available()
+        mt.clear_caches()
+        text = mt.jit(lambda x: mnp.exp(x) + x).lower(np.ones(N, np.float32)).compile().as_text()
+        assert "_nat" not in text and "_blk" in text
+    finally:
+        monkeypatch.delenv("MYTORCH_NATIVE")
+        native.unavailable_reason.cache_clear()
+        mt.clear_caches()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int8, np.uint8, np.int32], ids=str)
+def test_literal_operands_keep_eager_types(dt):
+    """Python and NumPy scalar literals inside a compiled loop: the eager result's dtypes
+    and values (the programs of test_dtype_parity, many side by side in one run)."""
+    from tests.jit.test_dtype_parity import LITERAL_PROGRAMS, _check_parity, _operand
+
+    x = _operand(np.dtype(dt), (N,))
+    fns = []
+    for name in ["add", "mul", "chain", "where", "select_n", "clip_lo", "pow", "square",
+                 "maximum", "lt", "xor"]:
+        for s in (2, 2.5, np.float32(0.5), True):
+            op = LITERAL_PROGRAMS[name]
+            fn = lambda x, s=s, op=op: op(op(x, s), s)  # noqa: E731
+            try:
+                fn(x)
+            except Exception:  # noqa: BLE001 - eager errors are test_dtype_parity's
+                continue
+            fns.append(fn)
+    for lo in range(0, len(fns), 12):
+        group = fns[lo:lo + 12]
+        mt.clear_caches()
+        text = mt.jit(lambda x, g=group: [f(x) for f in g]).lower(x).compile().as_text()
+        assert "_nat" in text
+        _check_parity(lambda x, g=group: [f(x) for f in g], [x], f"{dt} literals {lo}")
