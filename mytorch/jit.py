@@ -241,6 +241,13 @@ class JitFunction:
                 run = self._fast.get(tuple(key))
                 if run is not None:
                     return run(args)
+                return self._call(args, kwargs)
+            b = None
+            leaves = _list_leaves(args, self._static_nums or self._neg_static)
+            if leaves is not None:
+                run = self._fast.get(_list_key(args, leaves))
+                if run is not None:
+                    return run(leaves)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -264,8 +271,12 @@ class JitFunction:
         fast = entry.cacheable and not kwargs and len(leaves) == len(args) and all(
             type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args))
         key = _fast_key(args) if fast else None  # before the call: donation invalidates args
+        if entry.cacheable and not kwargs and not fast:
+            listed = _list_leaves(args, self._static_nums or self._neg_static)
+            if listed is not None:  # the same leaves, in the same order, as `leaves`
+                key = _list_key(args, listed)
         outs = exe.call(leaves)
-        if fast:
+        if key is not None:
             self._fast[key] = exe.make_runner(entry.out_tree)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
@@ -288,14 +299,20 @@ class JitFunction:
         leaves, treedef = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
         leaves = [x if isinstance(x, (ArrayImpl, Tracer)) or abstract and _is_struct(x)
                   else _concrete(x, self) for x in leaves]
-        avals = tuple(_struct_aval(x) if abstract and _is_struct(x) else aval_of(x)
-                      for x in leaves)
+        if abstract:
+            avals = tuple(_struct_aval(x) if _is_struct(x) else aval_of(x) for x in leaves)
+            types = tuple((a.shape, a.dtype, a.weak_type) for a in avals)
+        else:  # what aval_of gives, without building the avals a cache hit does not need
+            avals = None
+            types = tuple((x._buf.shape, x._buf.dtype, x._weak) if type(x) is ArrayImpl
+                          else _type_of(aval_of(x)) for x in leaves)
         donated = self._donated_leaves(args, static_nums, dyn_kwargs) if self._donate else ()
         device = _device_of(leaves, abstract)
-        key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals),
-               tuple(static_vals), donated, device, config.values())
+        key = (treedef, types, tuple(static_vals), donated, device, config.values())
         entry = self._entries.get(key)
         if entry is None:
+            if avals is None:
+                avals = tuple(aval_of(x) for x in leaves)
             entry = self._trace(args, kwargs, static_nums, treedef, leaves, avals, key,
                                 donated)
         else:
@@ -454,6 +471,45 @@ def _fast_key(args):
         b = a._buf
         key += (b.shape, b.dtype, a._weak, a._device)
     return tuple(key)
+
+
+def _type_of(aval):
+    return (aval.shape, aval.dtype, aval.weak_type)
+
+
+def _list_leaves(args, static):
+    """The leaves of `args` when each is an array or a plain list or tuple of arrays (as an
+    optimiser step's parameter lists), in tree_flatten's order; None otherwise, or when
+    some arguments are static."""
+    if static:
+        return None
+    leaves = []
+    for a in args:
+        t = type(a)
+        if t is ArrayImpl:
+            leaves.append(a)
+        elif t is list or t is tuple:
+            for x in a:
+                if type(x) is not ArrayImpl:
+                    return None
+            leaves += a
+        else:
+            return None
+    return leaves
+
+
+def _list_key(args, leaves):
+    """The fast-path key of `_list_leaves` arguments: a marker (so it never equals a
+    positional key, which starts with a shape), each argument's structure, then every
+    leaf's shape, dtype, weak type and device."""
+    key = [_LISTED, tuple(None if type(a) is ArrayImpl else (type(a), len(a)) for a in args)]
+    for x in leaves:
+        b = x._buf
+        key += (b.shape, b.dtype, x._weak, x._device)
+    return tuple(key)
+
+
+_LISTED = object()
 
 
 def _parameters(fun):
