@@ -275,14 +275,15 @@ def test_random_chains_match_eager(steps, n_out, dt):
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale)
 
 
-def test_failed_build_falls_back_to_blocks(monkeypatch):
-    """A compiler failure warns once, names the reason, and jit runs the NumPy ufunc
-    blocks instead, with the same values."""
+def test_failed_build_falls_back(monkeypatch):
+    """A compiler failure warns once, naming the reason; the function compiled with loops
+    computes them with the eager kernels instead, and later compiles use NumPy ufunc
+    blocks; the values match eager throughout."""
     def fail(*args, **kwargs):
         raise native.NativeCompileError("loop.cc:1: error: simulated")
 
-    monkeypatch.setattr(native._Cache.shared(), "_build", fail)
-    monkeypatch.setattr(native._Cache.shared(), "_ufuncs", {})
+    monkeypatch.setattr(native, "_build", fail)
+    monkeypatch.setattr(native, "_LIBS", {})
     monkeypatch.setattr(native, "_FAILED", [])
     mt.clear_caches()
     x = np.linspace(-3, 3, N, dtype=np.float32)
@@ -290,14 +291,19 @@ def test_failed_build_falls_back_to_blocks(monkeypatch):
     def f(x):
         return mnp.tanh(x) * 0.5 + x
 
+    jf = mt.jit(f)
+    assert "_nat" in jf.lower(x).compile().as_text()
     with pytest.warns(RuntimeWarning, match="simulated"):
-        text = mt.jit(f).lower(x).compile().as_text()
-    assert "_nat" not in text and "_blk" in text
+        got = jf(x)
+    want = f(mnp.asarray(x))
+    _assert_matches("fallback", got, want)
     assert not native.available()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once only
-        np.testing.assert_array_equal(np.asarray(mt.jit(lambda x: f(x) - 1.0)(x)),
-                                      np.asarray(f(mnp.asarray(x)) - 1.0))
+        _assert_matches("again", jf(x), want)
+        g = mt.jit(lambda x: f(x) - 1.0)
+        assert "_blk" in g.lower(x).compile().as_text()
+        _assert_matches("blocks", g(x), f(mnp.asarray(x)) - 1.0)
     mt.clear_caches()
 
 
@@ -340,3 +346,18 @@ def test_literal_operands_keep_eager_types(dt):
         text = mt.jit(lambda x, g=group: [f(x) for f in g]).lower(x).compile().as_text()
         assert "_nat" in text
         _check_parity(lambda x, g=group: [f(x) for f in g], [x], f"{dt} literals {lo}")
+
+
+def test_size_threshold():
+    """Runs of at least NATIVE_MIN_SIZE elements compile (one call instead of one per
+    operation); smaller ones stay NumPy ufunc calls (no compiler run for small programs)."""
+    def f(x, s):
+        return mnp.exp(x - s) * 0.5 + mnp.maximum(x, s)
+
+    s = np.float32(0.25)
+    for size, compiled in ((fusion.NATIVE_MIN_SIZE, True), (fusion.NATIVE_MIN_SIZE - 1, False)):
+        x = np.linspace(-4, 4, size, dtype=np.float32).reshape(-1, 1 if size % 2 else 2)
+        mt.clear_caches()
+        text = mt.jit(f).lower(x, s).compile().as_text()
+        assert ("_nat" in text) == compiled, text
+        _assert_matches("exp", mt.jit(f)(x, s), f(mnp.asarray(x), s))

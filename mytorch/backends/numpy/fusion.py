@@ -16,6 +16,8 @@ read after the run are written to full-size arrays.
 
 import math
 
+import numpy as np
+
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
 from mytorch.core.jaxpr import Literal, Var
@@ -23,6 +25,8 @@ from mytorch.lax.elementwise import clamp_p, integer_pow_p, select_n_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
+# with compiled loops (native.py) a run is one call instead of one per operation
+NATIVE_MIN_SIZE = 1 << 12
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
@@ -67,7 +71,7 @@ def _run_shape(eqn):
     if len(eqn.outvars) != 1 or not fusable(eqn):
         return None
     shape = eqn.outvars[0].aval.shape
-    if not shape or math.prod(shape) < MIN_SIZE:
+    if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if native.available() else MIN_SIZE):
         return None
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
@@ -137,13 +141,13 @@ def emit_run(gen, eqns, run, pos):
     by_rows = lead == 1  # axis 0 slices any array (broadcasts, transposes, pooled buffers)
     rows_shape = (size, *scratch_shape)
 
-    loop = _native_loop(gen, members, inputs, scalars, escaping)
+    loop, operands = _native_loop(gen, members, inputs, scalars, escaping)
     if loop is None:
         fname, scratch = _block_function(gen, members, inputs, scalars, escaping, defined)
 
     # the loop in the main function
     lines = gen.lines
-    in_src = [gen.src(v, False) for v in inputs]
+    in_src = None if loop else [gen.src(v, False) for v in inputs]
     read_at = {}  # input -> the last member reading it
     for k, e in enumerate(members):
         for v in e.invars:
@@ -165,7 +169,7 @@ def emit_run(gen, eqns, run, pos):
             buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
         lines.append(f"{full} = {buf or fresh}")
     if loop is not None:  # one compiled ufunc: NumPy broadcasts, strides and 0-d values
-        args = [*in_src, *(gen.src(v, False) for v in scalars)]
+        args = [gen.src(v, False) for v in operands]
         outs = ", ".join(gen.names[v] for v in escaping)
         lines.append(f"{loop}({', '.join(args)}, out=({outs},))")
         return escaping
@@ -276,27 +280,58 @@ def _emit(eqn, bg, args):
 
 
 def _native_loop(gen, members, inputs, scalars, escaping):
-    """The generated code's global name of a compiled ufunc computing the run (inputs: the
-    full-size operands, then the 0-d values; outputs: `escaping`), or None where compiled
-    loops are unavailable or an operation has no C expression."""
-    if not escaping or not native.available() or \
-            len(inputs) + len(scalars) + len(escaping) > native.MAX_ARGS:
-        return None
+    """(the generated code's global name of the compiled ufunc computing the run, its
+    operands: full-size arrays then 0-d values), or (None, None) where compiled loops are
+    unavailable or an operation has no C expression. Inputs that broadcast a 0-d value are
+    read as that value. The loops of one generated function are built together when it
+    first runs (`native.Group`)."""
+    if not escaping or not native.available():
+        return None, None
+    subst = {v: gen.scalar_of[v] for v in inputs if v in gen.scalar_of}
+    arrays = [v for v in inputs if v not in subst]
+    zero_d = list(scalars)
+    for src in subst.values():
+        if type(src) is Var and src not in zero_d:
+            zero_d.append(src)
+    if len(arrays) + len(zero_d) + len(escaping) > native.MAX_ARGS:
+        return None, None
     try:
-        loop = _loop_source(members, inputs, scalars, escaping)
+        body = _loop_source(members, arrays, zero_d, escaping, subst)
     except TypeError:  # an operation or dtype without a C expression: ufunc blocks
-        return None
-    types = [v.aval.dtype.num for v in (*inputs, *scalars, *escaping)]
+        return None, None
+    group = gen.__dict__.get("native_group")
+    if group is None:
+        group = gen.native_group = native.Group(gen.ns)
+    types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping)]
     doc = " ".join(e.primitive.name for e in members)
-    try:
-        fn = native.compile_ufunc(loop, types, len(inputs) + len(scalars), len(escaping), doc)
-    except (native.NativeCompileError, OSError, ImportError) as e:
-        native.failed(e)
-        return None
-    return gen.hoist(fn, "nat")
+    name = gen.hoist(None, "nat")
+    fallback = _eager_run(gen.backend, members, arrays, zero_d, escaping, subst)
+    gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d), len(escaping),
+                             doc, fallback)
+    return name, arrays + zero_d
 
 
-def _loop_source(members, inputs, scalars, escaping):
+def _eager_run(backend, members, inputs, scalars, escaping, subst):
+    """fn(*operands, out=outputs) computing the run with the backend's eager kernels, one
+    equation at a time: what runs if the compiled loops cannot be built."""
+    def value(env, v):
+        v = subst.get(v, v)
+        return np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
+
+    def run(*operands, out):
+        env = dict(zip((*inputs, *scalars), operands, strict=True))
+        for e in members:
+            args = [value(env, v) for v in e.invars]
+            res = backend.kernel(e.primitive)(*args, **e.params)
+            env[e.outvars[0]] = res[0] if isinstance(res, (list, tuple)) else res
+        for v, buf in zip(escaping, out, strict=True):
+            np.copyto(buf, env[v])
+        return out
+
+    return run
+
+
+def _loop_source(members, inputs, scalars, escaping, subst):
     """C++ of the run's ufunc inner loop `mt_loop`: the run's equations on element i of each
     input, in registers, stored to the outputs; a vectorised loop where every array is
     contiguous, a strided one otherwise (raises TypeError where an operation has no C
@@ -318,6 +353,8 @@ def _loop_source(members, inputs, scalars, escaping):
     for k, v in enumerate(escaping):
         t = cx.ctype(v.aval.dtype)
         fast.append(f"    {t} *out{k} = ({t} *)args[{first_out + k}];")
+    for v, src in subst.items():  # broadcasts of 0-d values
+        names[v] = literal(src.val, src.aval.dtype) if type(src) is Literal else names[src]
     for k, e in enumerate(members):
         out = e.outvars[0]
         ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
