@@ -8,13 +8,18 @@ Written for any array module (`xp`, NumPy by default): the GPU backend registers
 kernel with CuPy's (backends/cupy/kernels_prng.py), whose uint32 arithmetic also wraps
 modulo 2**32 with logical shifts, so the bits are the same. Only NumPy takes the scalar
 shortcut for tiny inputs (on a GPU it would cost a copy to the host).
+
+Where compiled loops are available (native.py), NumPy arrays go through one compiled ufunc
+instead, the same rounds in C on each element's registers (about 10x faster than the
+115 whole-array passes); the bits are the same.
 """
 
+import functools
 import math
 
 import numpy as np
 
-from mytorch.backends.numpy import numpy_backend
+from mytorch.backends.numpy import native, numpy_backend
 from mytorch.lax import prng
 
 _U32 = np.uint32
@@ -41,6 +46,58 @@ def _threefry_scalar(k1, k2, x, y):
     return x, y
 
 
+def _rounds_c(k1, k2, x1, x2, out1, out2):
+    """C++ statements: the 20 rounds of one counter pair."""
+    lines = [f"const uint32_t k0 = {k1}, k1 = {k2}, k2 = k0 ^ k1 ^ 0x1BD11BDAu;",
+             "const uint32_t ks[3] = {k0, k1, k2};",
+             f"uint32_t x = {x1} + k0, y = {x2} + k1;"]
+    for group in range(5):
+        for r in _ROTATIONS[group % 2]:
+            lines.append(f"x += y; y = ((y << {r}) | (y >> {32 - r})) ^ x;")
+        lines.append(f"x += ks[{(group + 1) % 3}]; y += ks[{(group + 2) % 3}] + {group + 1}u;")
+    lines.append(f"{out1} = x; {out2} = y;")
+    return "\n      ".join(lines)
+
+
+_LOOP = """static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps,
+                    void *data) {
+  const npy_intp n = dims[0];
+  if (steps[0] == 0 && steps[1] == 0 && steps[2] == 4 && steps[3] == 4 && steps[4] == 4
+      && steps[5] == 4) {  /* one key, contiguous counters: vectorised */
+    const uint32_t key1 = *(const uint32_t *)args[0], key2 = *(const uint32_t *)args[1];
+    const uint32_t *c1 = (const uint32_t *)args[2], *c2 = (const uint32_t *)args[3];
+    uint32_t *o1 = (uint32_t *)args[4], *o2 = (uint32_t *)args[5];
+    #pragma omp simd
+    for (npy_intp i = 0; i < n; i++) {
+      @FAST@
+    }
+    return;
+  }
+  for (npy_intp i = 0; i < n; i++) {
+    @SLOW@
+  }
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled():
+    """The compiled threefry ufunc (key1, key2, x1, x2) -> (x, y), or None."""
+    if not native.available():
+        return None
+    at = lambda k: f"*(const uint32_t *)(args[{k}] + i * steps[{k}])"  # noqa: E731
+    put = lambda k: f"*(uint32_t *)(args[{k}] + i * steps[{k}])"  # noqa: E731
+    body = (_LOOP.replace("@FAST@", _rounds_c("key1", "key2", "c1[i]", "c2[i]", "o1[i]",
+                                              "o2[i]"))
+            .replace("@SLOW@", _rounds_c(at(0), at(1), at(2), at(3), put(4), put(5))))
+    u32 = np.dtype(_U32).num
+    try:
+        return native.compile_ufuncs([(body, (u32,) * 6, 4, 2, "threefry2x32")])[0]
+    except (native.NativeCompileError, OSError, ImportError) as e:
+        native.failed(e)
+        return None
+
+
 @numpy_backend.register(prng.threefry2x32_p)
 def _threefry2x32(key1, key2, x1, x2, xp=np):
     key1, key2, x1, x2 = (xp.asarray(a, _U32) for a in (key1, key2, x1, x2))
@@ -50,6 +107,8 @@ def _threefry2x32(key1, key2, x1, x2, xp=np):
             *(np.broadcast_to(a, shape).ravel() for a in (key1, key2, x1, x2)))]
         out = np.array(pairs, _U32).reshape(len(pairs), 2)
         return [out[:, 0].reshape(shape).copy(), out[:, 1].reshape(shape).copy()]
+    if xp is np and (fn := _compiled()) is not None:
+        return list(fn(key1, key2, x1, x2))
     ks = (key1, key2, key1 ^ key2 ^ _PARITY)
     x = xp.empty(shape, _U32)
     y = xp.empty(shape, _U32)
