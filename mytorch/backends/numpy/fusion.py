@@ -20,8 +20,10 @@ import numpy as np
 
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
+from mytorch.backends.numpy.emitters import _native as native_dtypes
+from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Literal, Var
-from mytorch.lax.elementwise import clamp_p, integer_pow_p, select_n_p
+from mytorch.lax.elementwise import clamp_p, digamma_p, integer_pow_p, lgamma_p, select_n_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
@@ -68,15 +70,59 @@ def find_runs(eqns):
 
 
 def _run_shape(eqn):
-    if len(eqn.outvars) != 1 or not fusable(eqn):
+    compiled = native.available()
+    if len(eqn.outvars) != 1 or not (_has_c(eqn) if compiled else fusable(eqn)):
         return None
     shape = eqn.outvars[0].aval.shape
-    if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if native.available() else MIN_SIZE):
+    if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if compiled else MIN_SIZE):
         return None
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
             return None
     return shape
+
+
+_C_OK = {}  # (primitive, dtypes, params) -> whether compiled loops can compute it
+# digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
+# glibc's) move float64 results by up to ~100 ulp: left to the NumPy kernels, as is lgamma
+# (glibc's scalar function either way, nothing to vectorise). Complex values are left to
+# NumPy too: its complex128 division loop rounds differently from Smith's algorithm in the
+# last bits
+_NOT_COMPILED = frozenset((digamma_p, lgamma_p))
+
+
+def _has_c(eqn):
+    """Whether a compiled loop can compute `eqn`: an elementwise primitive (or add_any)
+    with a C expression for its dtypes, all of them real dtypes NumPy computes natively
+    (float16 and bfloat16 are computed in float32 by the emitters), integer powers only as
+    NumPy's square and cube."""
+    prim = eqn.primitive
+    if prim is not add_any_p and prim.kind != "elementwise" or prim.effectful \
+            or prim in _NOT_COMPILED:
+        return False
+    params = tuple(sorted(eqn.params.items()))
+    key = (prim, tuple(v.aval.dtype for v in (*eqn.invars, *eqn.outvars)), params)
+    try:
+        ok = _C_OK.get(key)
+    except TypeError:  # an unhashable parameter
+        key, ok = None, None
+    if ok is None:
+        dts = key[1]
+        ok = (native_dtypes(eqn) and not any(d.kind == "c" for d in dts)
+              and (prim is not integer_pow_p or eqn.params["y"] in (2, 3)))
+        if ok:
+            try:
+                _c_template(eqn)
+            except TypeError:
+                ok = False
+        if key is not None:
+            _C_OK[key] = ok
+    return ok
+
+
+def _c_template(eqn):
+    from mytorch.backends.cupy.codegen_emit import elementwise_template
+    return elementwise_template(eqn)
 
 
 # operands an op may overwrite with its result (the others are read after it starts writing)
@@ -337,7 +383,7 @@ def _loop_source(members, inputs, scalars, escaping, subst):
     contiguous, a strided one otherwise (raises TypeError where an operation has no C
     expression)."""
     from mytorch.backends.cupy import expressions as cx
-    from mytorch.backends.cupy.codegen_emit import elementwise_template, literal
+    from mytorch.backends.cupy.codegen_emit import literal
 
     head, fast, slow, body, names = [], [], [], [], {}
     arrays = [*inputs, *(None for _ in scalars), *escaping]
@@ -363,7 +409,7 @@ def _loop_source(members, inputs, scalars, escaping, subst):
         if y in (2, 3) and out.aval.dtype.kind == "f":  # NumPy's square (and square * x)
             expr = f"({ops[0]} * {ops[0]})" + (f" * {ops[0]}" if y == 3 else "")
         else:
-            expr = elementwise_template(e).format(*ops)
+            expr = _c_template(e).format(*ops)
         body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
         names[out] = f"t{k}"
     contiguous = " && ".join(f"steps[{k}] == sizeof({cx.ctype(v.aval.dtype)})"

@@ -62,14 +62,28 @@ def _rounds_c(k1, k2, x1, x2, out1, out2):
 _LOOP = """static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps,
                     void *data) {
   const npy_intp n = dims[0];
-  if (steps[0] == 0 && steps[1] == 0 && steps[2] == 4 && steps[3] == 4 && steps[4] == 4
-      && steps[5] == 4) {  /* one key, contiguous counters: vectorised */
+  if (steps[0] == 0 && steps[1] == 0 && (steps[2] == 0 || steps[2] == 4)
+      && (steps[3] == 0 || steps[3] == 4) && steps[4] == 4 && steps[5] == 4) {
+    /* one key, each counter word contiguous or one value: vectorised */
     const uint32_t key1 = *(const uint32_t *)args[0], key2 = *(const uint32_t *)args[1];
     const uint32_t *c1 = (const uint32_t *)args[2], *c2 = (const uint32_t *)args[3];
     uint32_t *o1 = (uint32_t *)args[4], *o2 = (uint32_t *)args[5];
-    #pragma omp simd
-    for (npy_intp i = 0; i < n; i++) {
-      @FAST@
+    if (steps[2] == 4 && steps[3] == 4) {
+      #pragma omp simd
+      for (npy_intp i = 0; i < n; i++) {
+        @FAST11@
+      }
+    } else if (steps[3] == 4) {
+      const uint32_t hi = c1[0];
+      #pragma omp simd
+      for (npy_intp i = 0; i < n; i++) {
+        @FAST01@
+      }
+    } else {
+      #pragma omp simd
+      for (npy_intp i = 0; i < n; i++) {
+        @FAST_0@
+      }
     }
     return;
   }
@@ -87,9 +101,10 @@ def _compiled():
         return None
     at = lambda k: f"*(const uint32_t *)(args[{k}] + i * steps[{k}])"  # noqa: E731
     put = lambda k: f"*(uint32_t *)(args[{k}] + i * steps[{k}])"  # noqa: E731
-    body = (_LOOP.replace("@FAST@", _rounds_c("key1", "key2", "c1[i]", "c2[i]", "o1[i]",
-                                              "o2[i]"))
-            .replace("@SLOW@", _rounds_c(at(0), at(1), at(2), at(3), put(4), put(5))))
+    body = _LOOP.replace("@SLOW@", _rounds_c(at(0), at(1), at(2), at(3), put(4), put(5)))
+    for tag, c1, c2 in (("11", "c1[i]", "c2[i]"), ("01", "hi", "c2[i]"),
+                        ("_0", "c1[i * (steps[2] / 4)]", "c2[0]")):
+        body = body.replace(f"@FAST{tag}@", _rounds_c("key1", "key2", c1, c2, "o1[i]", "o2[i]"))
     u32 = np.dtype(_U32).num
     try:
         return native.compile_ufuncs([(body, (u32,) * 6, 4, 2, "threefry2x32")])[0]
