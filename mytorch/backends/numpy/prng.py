@@ -117,13 +117,13 @@ def _compiled():
 def _threefry2x32(key1, key2, x1, x2, xp=np):
     key1, key2, x1, x2 = (xp.asarray(a, _U32) for a in (key1, key2, x1, x2))
     shape = np.broadcast_shapes(key1.shape, key2.shape, x1.shape, x2.shape)
+    if xp is np and (fn := _compiled()) is not None:
+        return list(fn(key1, key2, x1, x2))
     if xp is np and math.prod(shape) <= _SCALAR_SIZE:
         pairs = [_threefry_scalar(*map(int, t)) for t in zip(
             *(np.broadcast_to(a, shape).ravel() for a in (key1, key2, x1, x2)))]
         out = np.array(pairs, _U32).reshape(len(pairs), 2)
         return [out[:, 0].reshape(shape).copy(), out[:, 1].reshape(shape).copy()]
-    if xp is np and (fn := _compiled()) is not None:
-        return list(fn(key1, key2, x1, x2))
     ks = (key1, key2, key1 ^ key2 ^ _PARITY)
     x = xp.empty(shape, _U32)
     y = xp.empty(shape, _U32)
