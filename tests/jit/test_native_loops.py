@@ -359,6 +359,7 @@ def test_size_threshold():
         mt.clear_caches()
         text = mt.jit(f).lower(x, s).compile().as_text()
         assert ("_nat" in text) == compiled, text
+        assert ("a compiled loop (sub exp mul max add)" in text) == compiled, text
         _assert_matches("exp", mt.jit(f)(x, s), f(mnp.asarray(x), s))
 
 

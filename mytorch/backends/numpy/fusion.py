@@ -351,6 +351,8 @@ def _native_loop(gen, members, inputs, scalars, escaping):
     types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping)]
     doc = " ".join(e.primitive.name for e in members)
     name = gen.hoist(None, "nat")
+    gen.blocks.append(f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
+                      + "".join(f"#   {line}\n" for line in body.splitlines()))
     fallback = _eager_run(gen.backend, members, arrays, zero_d, escaping, subst)
     gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d), len(escaping),
                              doc, fallback)
