@@ -39,7 +39,7 @@ from mytorch.core.ad_util import (
     Zero, instantiate, is_differentiable, is_undefined, tangent_aval, zeros,
 )
 from mytorch.core.aval import ShapedArray
-from mytorch.core.jaxpr import Jaxpr, Var, eval_jaxpr
+from mytorch.core.jaxpr import Jaxpr, Literal, Var, eval_jaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.staging import StagingTrace
 from mytorch.core.trace import aval_of, set_current_trace
@@ -52,6 +52,7 @@ from mytorch.lax.while_tape import tape_aval
 from mytorch.transforms.batching import batch_flat
 from mytorch.transforms.closure import trace_closed_over
 from mytorch.transforms.fixpoint import fixpoint
+from mytorch.transforms.inline import rename_all, renamed
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
 __all__ = ["scan_p"]
@@ -457,3 +458,38 @@ def _read_rows(eqn):
 
 
 scan_p.def_rule("tape_read", _read_rows)
+
+
+# ---- simplification: xs that are the same at every step --------------------------------------
+def _scan_simplify(eqn, defs):
+    """The "simplify" rule of a scan over stacked xs: an xs operand every element of which
+    is one scalar known at compile time (a splat: the ones of a cotangent seed, broadcast
+    along the steps) is no operand: the body reads that literal (its 0-d slices) or builds
+    the splat itself (larger slices), and then simplifies with it (`x * 1` goes)."""
+    from mytorch.transforms.simplify import splat_literal
+
+    p = eqn.params
+    if p["tape"] is not None:
+        return None
+    body, start = p["jaxpr"], p["num_consts"] + p["num_carry"]
+    splats = {j: splat_literal(v, defs) for j, v in enumerate(eqn.invars[start:], start)
+              if type(v) is Var}
+    splats = {j: lit for j, lit in splats.items() if lit is not None}
+    if not splats:
+        return None
+    subst, made = {}, []
+    for j, lit in splats.items():
+        x = body.invars[j]
+        if not x.aval.shape:
+            subst[x] = Literal(lit.val, x.aval)
+        else:
+            made.append(defs[eqn.invars[j]].primitive.rules["splat"].make(
+                Literal(lit.val, ShapedArray((), x.aval.dtype)), x, eqn.source_info))
+    eqns = made + [renamed(e, subst) for e in body.eqns]
+    new_body = Jaxpr([], [v for j, v in enumerate(body.invars) if j not in splats], eqns,
+                     rename_all(body.outvars, subst), body.debug_name)
+    return eqn.replace(invars=[v for j, v in enumerate(eqn.invars) if j not in splats],
+                       params=dict(p, jaxpr=new_body))
+
+
+scan_p.def_rule("simplify", _scan_simplify)

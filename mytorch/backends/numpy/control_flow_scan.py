@@ -1,15 +1,19 @@
-"""The NumPy code generator's lowering of `scan`: a Python loop over the compiled body.
+"""The NumPy code generator's lowering of `scan`: one generated loop function per scan.
 
 The body jaxpr (optimised with the program: `optimize` recurses into it) is pruned to the
-outputs the program reads (`prune_scan`) and compiled once into its own generated function
-(`g.subfunction`). For stacked xs the runtime helper `runtime.scan_loop` calls it once per
-step on slices of the xs, writing each step's ys into buffers preallocated with `np.empty`;
-for a tape-sourced scan `runtime.scan_tape_loop` calls it once per step the tape recorded,
-on that step's rows. Nothing is retraced per iteration.
+outputs the program reads (`prune_scan`); accumulators the body only adds products or sums
+into are summed after the loop (control_flow_sink.py), and the rest is inlined into a
+Python `for` loop (control_flow_loops.py): the xs are read as slices of the stacks, the ys
+written into buffers preallocated with `np.empty`, a tape-sourced scan walks the tape's
+stacked rows. Nothing is retraced per iteration. Profiled code keeps the body a function
+of its own (`g.subfunction`) that `runtime.scan_loop` / `runtime.scan_tape_loop` call once
+per step, so each equation is timed where it runs.
 """
 
 import numpy as np
 
+from mytorch.backends.numpy import control_flow_loops as loops
+from mytorch.backends.numpy.control_flow_inline import inlinable
 from mytorch.backends.numpy.emitters import EMITTERS
 from mytorch.backends.numpy.runtime import scan_loop, scan_tape_loop
 from mytorch.core.jaxpr import Jaxpr, Var
@@ -65,15 +69,20 @@ def _emit_scan(g, eqn, args):
     ...)` (a tape's rows): a list of the final carry and the stacked ys."""
     used = [type(v) is Var and g.is_read(v) for v in eqn.outvars]
     p, used_in, kept = prune_scan(eqn.params, used)
-    fn = g.subfunction(p["jaxpr"], name="scan_body")
     args = [a for a, u in zip(args, used_in) if u]
-    if p["tape"] is not None:
+    if inlinable(g) and p["tape"] is None:
+        call = f"{loops.scan_loop(g, p)}({', '.join(args)})"
+    elif inlinable(g) and p["tape"] == ():
+        call = f"{loops.tape_scan_loop(g, p)}({', '.join(args)})"
+    elif p["tape"] is not None:
+        fn = g.subfunction(p["jaxpr"], name="scan_body")
         n_xs = len(p["jaxpr"].invars) - p["num_consts"] - p["num_carry"]
         n_rows = n_xs - (1 if p["tape"] else 0)  # a batched tape's steps end with the mask
         loop = g.hoist(scan_tape_loop, "scan_tape_loop")
         call = (f"{loop}({fn}, {p['num_consts']}, {p['reverse']}, {tuple(p['tape'])!r}, "
                 f"{n_rows}, [{', '.join(args)}])")
     else:
+        fn = g.subfunction(p["jaxpr"], name="scan_body")
         loop = g.hoist(scan_loop, "scan_loop")
         specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
                               for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")

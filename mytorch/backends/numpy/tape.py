@@ -2,10 +2,12 @@
 not known when the derivative is traced (under jit, or nested in cond/scan): how the NumPy
 backend stores it.
 
-The forward loop (`while_tape`, run by `runtime.run_while_tape`) pushes each iteration's
-residual rows onto a `Tape`, a dynamically sized stack on the host; the tangent loop (a
-`scan` whose xs come from the tape, run by `runtime.scan_tape_loop`) and its transpose read
-the rows back, forwards or backwards. With
+The forward loop (`while_tape`) records each iteration's residual rows on a `Tape`, a
+dynamically sized stack on the host; the tangent loop (a `scan` whose xs come from the
+tape) and its transpose read the rows back, forwards or backwards. The generated loops
+(control_flow_loops.py) keep the rows of one loop stacked: one array per row with a leading
+step axis, doubled when full (`Tape.stacked`, read by stretches: `segments`); a vectorised
+loop (and profiled code, through `runtime.run_while_tape`) pushes a list per step. With
 checkpointing every k iterations the tape keeps only every k-th carry and replays the body
 for one segment at a time when it is read, so memory is O(N/k + k) rows instead of O(N).
 
@@ -20,7 +22,8 @@ import numpy as np
 
 from mytorch.lax.while_tape import TAPE_DTYPE
 
-__all__ = ["Tape", "TapeView", "box", "unbox", "boxed_views", "tape_steps"]
+__all__ = ["Tape", "TapeView", "box", "unbox", "boxed_views", "tape_steps", "tape_segments",
+           "grow"]
 
 
 def box(tape):
@@ -54,7 +57,34 @@ class Tape:
         self.length = 0
         self.every, self.replay = every, replay
         self._rows, self._snapshots = [], []
+        self._stacked = False  # rows kept as arrays with a leading step axis (`stacked`)
         self.counts = np.zeros(self.batch_shape, np.int64) if self.batch_shape else None
+
+    @classmethod
+    def stacked(cls, rows, length, every=None, snapshots=(), replay=None):
+        """The tape of a (not vectorised) loop of `length` steps whose rows the loop wrote
+        into arrays `rows` (step t's row j is rows[j][t]; the arrays may be longer). With
+        `every`, `rows` is None and `replay(snapshot, n)` returns the n steps' rows from
+        a kept carry in that stacked form."""
+        tape = cls((), every, replay)
+        tape.length, tape._stacked = length, True
+        tape._rows, tape._snapshots = rows, list(snapshots)
+        return tape
+
+    def segments(self, reverse):
+        """(rows, n) for each stretch of consecutive steps, stretches in order: each row an
+        array whose leading axis holds the stretch's n steps (forwards: a backward reader
+        walks each stretch from its end). A tape of lists gives one step per stretch."""
+        if not self._stacked:
+            for rows in self.steps(reverse):
+                yield [np.asarray(r)[None] for r in rows], 1
+        elif self.every is None:
+            yield [r[:self.length] for r in self._rows], self.length
+        else:
+            k, segments = self.every, range(len(self._snapshots))
+            for s in (reversed(segments) if reverse else segments):
+                n = min(k, self.length - s * k)
+                yield self.replay(self._snapshots[s], n), n
 
     def push(self, carry, rows, kept):
         """Record one step: its input `carry` and the `rows` it produced. `kept(values)`
@@ -69,6 +99,11 @@ class Tape:
 
     def steps(self, reverse):
         """Each step's rows (with the mask last, for a batched tape), in order."""
+        if self._stacked:
+            for rows, n in self.segments(reverse):
+                for t in (range(n - 1, -1, -1) if reverse else range(n)):
+                    yield [r[t] for r in rows]
+            return
         if self.every is None:
             yield from (reversed(self._rows) if reverse else self._rows)
             return
@@ -140,3 +175,23 @@ def tape_steps(tape_buf, batch_shape, reverse, n_rows):
             yield [r.reshape(*batch_shape, *r.shape[1:]) for r in rows]
 
     return reshaped()
+
+
+def tape_segments(tape_buf, reverse):
+    """The stretches of steps (`Tape.segments`) a tape-sourced scan of batch shape () reads
+    from its tape operand `tape_buf`; a view of a batched tape gives one step per
+    stretch."""
+    tape = unbox(tape_buf)
+    if tape is None:
+        return iter(())
+    if isinstance(tape, Tape):
+        return tape.segments(reverse)
+    return (([np.asarray(r)[None] for r in rows], 1) for rows in tape.steps(reverse))
+
+
+def grow(rows, n):
+    """`rows` (an array with a leading step axis) in a new array of twice its length,
+    its first n entries copied."""
+    out = np.empty((2 * len(rows), *rows.shape[1:]), rows.dtype)
+    out[:n] = rows[:n]
+    return out

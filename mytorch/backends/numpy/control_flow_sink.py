@@ -1,0 +1,191 @@
+"""Accumulators sunk out of a loop body: `acc + dot(a_t, b_t)` and `acc + sum(b_t)` summed
+after the loop in one call instead of one matrix product (or reduction) per step.
+
+A scan's transposed body accumulates the gradient of each weight it closes over, one
+product per step: `dw = dw + x_t^T @ dz_t`. When the accumulator's carry is read by that
+add alone, and the add's result by nothing but the carry's output, the carry is dropped from
+the loop: the body writes the step's operands (`dz_t`; an operand that is a step slice of
+the xs is read from the xs themselves) into stacked ys, and after the loop
+
+    dw = dw0 + np.tensordot(xs, dz_stack, axes=([0, 1], [0, 1]))     # one GEMM
+
+(`acc + sum(b_t, axes)` becomes one reduction over the stack and the axes). The sum is the
+same up to the order of the additions (rounding).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from mytorch.core.ad_util import add_any_p
+from mytorch.core.jaxpr import Jaxpr, Var
+from mytorch.lax.dot import dot_general_p
+from mytorch.lax.elementwise import add_p
+from mytorch.lax.reductions import reduce_sum_p
+from mytorch.transforms.dce import dce_jaxpr
+
+__all__ = ["Sunk", "Hoisted", "sink_accumulators", "hoist_products"]
+
+_ADDS = (add_p, add_any_p)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sunk:
+    """Carry `carry` (its position among the carries) summed after the loop: `kind` "dot"
+    (tensordot of two stacks over the step axis and `axes`) or "sum" (one stack reduced over
+    the step axis and `axes`). `operands`: ("xs", j) the loop's j-th xs, ("ys", j) the body's
+    j-th new stacked output."""
+
+    carry: int
+    kind: str
+    operands: tuple
+    axes: tuple
+
+    def expr(self, stacks):
+        """NumPy source of the summed term, `stacks` the sources of the operands' stacks."""
+        if self.kind == "sum":
+            return f"np.add.reduce({stacks[0]}, axis={(0, *(a + 1 for a in self.axes[0]))})"
+        la, ra = ([0, *(a + 1 for a in axes)] for axes in self.axes)
+        return f"np.tensordot({stacks[0]}, {stacks[1]}, axes=({la}, {ra}))"
+
+
+def _reads(jaxpr):
+    counts = {}
+    for e in jaxpr.eqns:
+        for v in e.invars:
+            if type(v) is Var:
+                counts[v] = counts.get(v, 0) + 1
+    for v in jaxpr.outvars:
+        if type(v) is Var:
+            counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def _float(*avals):
+    """Whether the avals share one floating-point dtype."""
+    dt = avals[0].dtype
+    return np.dtype(dt).kind == "f" and all(a.dtype == dt for a in avals)
+
+
+def _term(defs, t):
+    """(kind, operands, axes) of the per-step term `t` if it can be summed after the loop."""
+    d = defs.get(t)
+    if d is None or not all(type(v) is Var for v in d.invars):
+        return None
+    if not _float(t.aval, *(v.aval for v in d.invars)):
+        return None
+    if d.primitive is reduce_sum_p:
+        return "sum", tuple(d.invars), (tuple(d.params["axes"]),)
+    if d.primitive is dot_general_p:
+        (lc, rc), (lb, rb) = d.params["dimension_numbers"]
+        pet = d.params.get("preferred_element_type")
+        if lb or rb or (pet is not None and np.dtype(pet) != t.aval.dtype):
+            return None
+        return "dot", tuple(d.invars), (tuple(lc), tuple(rc))
+    return None
+
+
+def sink_accumulators(jaxpr, num_consts, num_carry):
+    """(body, kept, sunk) for a scan-layout body (consts, carries, xs -> carries, ys): the
+    body without the sunk carries, writing the stacked operands after its ys; `kept` flags
+    the carries it keeps; `sunk` the `Sunk` of each carry dropped. None if none sinks."""
+    carry_in = jaxpr.invars[num_consts:num_consts + num_carry]
+    consts = set(jaxpr.invars[:num_consts])
+    xs = jaxpr.invars[num_consts + num_carry:]
+    defs = {o: e for e in jaxpr.eqns for o in e.outvars}
+    reads = _reads(jaxpr)
+    sunk, new_ys = [], []
+    for k, (c, o) in enumerate(zip(carry_in, jaxpr.outvars[:num_carry], strict=True)):
+        e = defs.get(o)
+        if e is None or e.primitive not in _ADDS or reads.get(c) != 1 or reads.get(o) != 1:
+            continue
+        if c not in e.invars or c.aval.shape != o.aval.shape:
+            continue
+        t = e.invars[1] if e.invars[0] is c else e.invars[0]
+        if type(t) is not Var or t is c or reads.get(t) != 1 or t.aval.shape != c.aval.shape:
+            continue
+        if c.aval.dtype != t.aval.dtype or o.aval.dtype != c.aval.dtype:
+            continue
+        term = _term(defs, t)
+        if term is None or any(v in consts for v in term[1]):
+            continue
+        kind, operands, axes = term
+        where = []
+        for v in operands:
+            if v in xs:
+                where.append(("xs", xs.index(v)))
+            else:
+                if v not in new_ys:
+                    new_ys.append(v)
+                where.append(("ys", new_ys.index(v)))
+        sunk.append(Sunk(k, kind, tuple(where), axes))
+    if not sunk:
+        return None
+    gone = {s.carry for s in sunk}
+    kept = [k not in gone for k in range(num_carry)]
+    invars = [*jaxpr.invars[:num_consts], *(c for c, f in zip(carry_in, kept) if f), *xs]
+    outs = [*(o for o, f in zip(jaxpr.outvars[:num_carry], kept) if f),
+            *jaxpr.outvars[num_carry:], *new_ys]
+    body = dce_jaxpr(Jaxpr([], invars, jaxpr.eqns, outs, jaxpr.debug_name))
+    return body, kept, sunk
+
+
+@dataclasses.dataclass(frozen=True)
+class Hoisted:
+    """A product of a step's xs `xs` (its position among the xs) with const `const`,
+    computed for every step before the loop: `xs_first` says which operand the xs is;
+    `axes` the contracting dims (xs's, const's); `const_free` the const's free dims."""
+
+    xs: int
+    const: int
+    xs_first: bool
+    axes: tuple
+    const_free: int
+
+    def expr(self, stack, const):
+        """NumPy source of the stacked products (steps first)."""
+        xa, ca = self.axes
+        xa = [a + 1 for a in xa]
+        if self.xs_first:
+            return f"np.tensordot({stack}, {const}, axes=({xa}, {list(ca)}))"
+        prod = f"np.tensordot({const}, {stack}, axes=({list(ca)}, {xa}))"
+        return f"np.moveaxis({prod}, {self.const_free}, 0)"
+
+
+def hoist_products(jaxpr, num_consts, num_carry):
+    """(body, hoisted) for a scan-layout body: each matrix product of a step's xs with a
+    const (`Hoisted`) taken out of the body, which reads it as one more xs (after the
+    others, in `hoisted` order) that the loop computes for all steps at once. None if the
+    body has none."""
+    consts = jaxpr.invars[:num_consts]
+    xs = jaxpr.invars[num_consts + num_carry:]
+    hoisted, new_xs, eqns = [], [], []
+    for e in jaxpr.eqns:
+        h = _product_of_xs(e, consts, xs)
+        if h is None:
+            eqns.append(e)
+            continue
+        hoisted.append(h)
+        new_xs.append(e.outvars[0])
+    if not hoisted:
+        return None
+    return Jaxpr([], [*jaxpr.invars, *new_xs], eqns, jaxpr.outvars, jaxpr.debug_name), hoisted
+
+
+def _product_of_xs(e, consts, xs):
+    """The `Hoisted` of equation `e` if it is a product of an xs and a const."""
+    if e.primitive is not dot_general_p or not all(type(v) is Var for v in e.invars):
+        return None
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    out = e.outvars[0]
+    pet = e.params.get("preferred_element_type")
+    if lb or rb or not _float(out.aval, *(v.aval for v in e.invars)) or (
+            pet is not None and np.dtype(pet) != out.aval.dtype):
+        return None
+    lhs, rhs = e.invars
+    if lhs in xs and rhs in consts:
+        return Hoisted(xs.index(lhs), consts.index(rhs), True, (tuple(lc), tuple(rc)), 0)
+    if rhs in xs and lhs in consts:
+        free = lhs.aval.ndim - len(lc)
+        return Hoisted(xs.index(rhs), consts.index(lhs), False, (tuple(rc), tuple(lc)), free)
+    return None

@@ -1,0 +1,304 @@
+"""The NumPy backend's inlined loops (control_flow_inline.py, control_flow_loops.py): scans,
+while loops and the while loop's reverse mode compiled into one generated loop each, with
+accumulators summed after the loop (control_flow_sink.py) and tapes kept as stacked rows.
+Checked against loops written in NumPy, and against the same jit with sinking off."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mytorch as mt
+import mytorch.numpy as mnp
+from mytorch import lax
+from mytorch.backends.numpy import control_flow_loops
+from mytorch.backends.numpy.tape import Tape, tape_segments, box
+
+
+def rnn_reference(wx, wh, b, xs, h0):
+    """(loss, dWx, dWh, db) of sum_t sum(h_t^2), h_t = tanh(x_t Wx + h_{t-1} Wh + b), in
+    float64 NumPy with a hand-written backward pass."""
+    wx, wh, b, xs, h0 = (np.asarray(a, np.float64) for a in (wx, wh, b, xs, h0))
+    hs = [h0]
+    for x in xs:
+        hs.append(np.tanh(x @ wx + hs[-1] @ wh + b))
+    dwx, dwh, db, dh = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b), 0 * h0
+    for t in range(len(xs) - 1, -1, -1):
+        h = hs[t + 1]
+        dz = (dh + 2 * h) * (1 - h * h)
+        dwx += xs[t].T @ dz
+        dwh += hs[t].T @ dz
+        db += dz.sum(axis=0)
+        dh = dz @ wh.T
+    return sum(float((h * h).sum()) for h in hs[1:]), dwx, dwh, db
+
+
+def rnn_loss(wx, wh, b, xs, h0, reverse=False):
+    def cell(h, x):
+        h = mnp.tanh(x @ wx + h @ wh + b)
+        return h, mnp.sum(h * h)
+
+    _, per_step = lax.scan(cell, h0, xs, reverse=reverse)
+    return mnp.sum(per_step)
+
+
+def _rnn_args(seed, steps, batch, n_in, hidden):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(0, 0.4, (n_in, hidden)), rng.normal(0, 0.4, (hidden, hidden)),
+            rng.normal(0, 0.1, (hidden,)), rng.normal(0, 1, (steps, batch, n_in)),
+            rng.normal(0, 0.5, (batch, hidden)))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 99), steps=st.integers(0, 6), batch=st.integers(1, 3),
+       n_in=st.integers(1, 4), hidden=st.integers(1, 4))
+def test_rnn_scan_jit_grad_matches_numpy_backward(x64, seed, steps, batch, n_in, hidden):
+    args = _rnn_args(seed, steps, batch, n_in, hidden)
+    _, *want = rnn_reference(*args)
+    got = mt.jit(mt.grad(rnn_loss, argnums=(0, 1, 2)))(*map(mnp.asarray, args))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_sunk_accumulators_match_the_loop_that_keeps_them(monkeypatch, reverse):
+    """The transposed scan's weight gradients summed after the loop equal the per-step
+    accumulation (sinking switched off), to float32 rounding; the loop really sank them."""
+    args = [mnp.asarray(a.astype(np.float32)) for a in _rnn_args(3, 50, 4, 5, 6)]
+    loss = mt.grad(lambda *a: rnn_loss(*a, reverse=reverse), argnums=(0, 1, 2))
+    sunk_fn = mt.jit(loss)
+    text = sunk_fn.lower(*args).as_text()
+    assert "np.tensordot" in text and "np.add.reduce(_ys" in text
+    sunk = sunk_fn(*args)
+    monkeypatch.setattr(control_flow_loops, "SINK", False)
+    kept_fn = mt.jit(lambda *a: loss(*a))
+    assert "np.tensordot" not in kept_fn.lower(*args).as_text()
+    kept = kept_fn(*args)
+    for s, k in zip(sunk, kept, strict=True):
+        np.testing.assert_allclose(np.asarray(s), np.asarray(k), rtol=2e-5, atol=2e-6)
+
+
+def test_accumulator_read_elsewhere_stays_in_the_loop():
+    """A carry `acc + x @ w` that the body also reads (or whose sum it outputs per step)
+    is not sunk: the results follow the loop definition."""
+    rng = np.random.default_rng(0)
+    xs, w = rng.normal(size=(7, 3, 2)), rng.normal(size=(2, 2))
+
+    def body(acc, x):
+        new = acc + x.T @ (x @ w)
+        return new, mnp.sum(new) + mnp.sum(acc)
+
+    f = mt.jit(lambda xs, w: lax.scan(body, mnp.zeros((2, 2)), xs))
+    got_acc, got_ys = f(mnp.asarray(xs), mnp.asarray(w))
+    acc, ys = np.zeros((2, 2)), []
+    for x in xs:
+        new = acc + x.T @ (x @ w)
+        ys.append(new.sum() + acc.sum())
+        acc = new
+    np.testing.assert_allclose(np.asarray(got_acc), acc, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got_ys), ys, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 99), steps=st.integers(0, 5), reverse=st.booleans())
+def test_transposed_xs_views_hoisted_out_of_the_loop(seed, steps, reverse):
+    """Bodies reading transposes of a step's xs and of consts (taken once of the stacks and
+    before the loop) give the loop's values."""
+    rng = np.random.default_rng(seed)
+    xs, a = rng.normal(size=(steps, 3, 4)), rng.normal(size=(4, 3))
+
+    def body(c, x):
+        c = mnp.tanh(a.T @ (x.T @ c) + 0.5)
+        return c, mnp.transpose(c)
+
+    f = mt.jit(lambda c, xs, a: lax.scan(body, c, xs, reverse=reverse))
+    got_c, got_ys = f(mnp.asarray(np.eye(3)), mnp.asarray(xs), mnp.asarray(a))
+    c, ys = np.eye(3), [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        c = np.tanh(a.T @ (xs[t].T @ c) + 0.5)
+        ys[t] = c.T
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-5, atol=1e-6)
+    if steps:
+        np.testing.assert_allclose(np.asarray(got_ys), np.stack(ys), rtol=1e-5, atol=1e-6)
+
+
+def fixed_point_reference(wh, u, tol, max_steps):
+    """(dWh, du) of sum(h_final^2) of h <- tanh(u + h Wh) until max|h_new - h| < tol, by a
+    NumPy loop and a hand-written backward pass (float64)."""
+    hs = [np.zeros_like(u)]
+    while len(hs) <= max_steps:
+        h = np.tanh(u + hs[-1] @ wh)
+        done = np.abs(h - hs[-1]).max() < tol
+        hs.append(h)
+        if done:
+            break
+    dh, du, dwh = 2 * hs[-1], np.zeros_like(u), np.zeros_like(wh)
+    for t in range(len(hs) - 1, 0, -1):
+        dz = dh * (1 - hs[t] ** 2)
+        du += dz
+        dwh += hs[t - 1].T @ dz
+        dh = dz @ wh.T
+    return dwh, du, len(hs) - 1
+
+
+def fixed_point_loss(wh, u, tol, max_steps, every):
+    def cond(c):
+        i, _, delta = c
+        return (delta >= tol) & (i < max_steps)
+
+    def body(c):
+        i, h, _ = c
+        new = mnp.tanh(u + h @ wh)
+        return i + 1, new, mnp.max(mnp.abs(new - h))
+
+    init = (0, mnp.zeros(u.shape, u.dtype), mnp.asarray(np.inf, u.dtype))
+    _, h, _ = lax.while_loop(cond, body, init, checkpoint_every=every)
+    return mnp.sum(h * h)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 99), max_steps=st.sampled_from([0, 1, 15, 16, 17, 40]),
+       every=st.sampled_from([None, 1, 3, 16]))
+def test_while_grad_tape_matches_numpy_backward(x64, seed, max_steps, every):
+    """Trip counts on both sides of the tape's first capacity (16 rows) and of checkpoint
+    segment ends."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    u = rng.normal(0, 0.5, (3, 5))
+    want_wh, want_u, steps = fixed_point_reference(q, u, 1e-9, max_steps)
+    f = mt.jit(mt.grad(lambda wh, u: fixed_point_loss(wh, u, 1e-9, max_steps, every),
+                       argnums=(0, 1)))
+    got_wh, got_u = f(mnp.asarray(q), mnp.asarray(u))
+    np.testing.assert_allclose(np.asarray(got_wh), want_wh, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got_u), want_u, rtol=1e-9, atol=1e-12)
+
+
+def test_stacked_tape_reads_back_its_rows_in_both_directions():
+    rows = [np.arange(40.0).reshape(20, 2), np.arange(20)]
+    tape = Tape.stacked(rows, 13)  # arrays longer than the steps recorded
+    fwd = [[r.tolist() for r in step] for step in tape.steps(False)]
+    assert fwd == [[[2.0 * t, 2.0 * t + 1], t] for t in range(13)]
+    assert [s[1] for s in tape.steps(True)] == list(range(12, -1, -1))
+    (seg, n), = tape_segments(box(tape), True)
+    assert n == 13 and [len(r) for r in seg] == [13, 13]
+    assert list(tape_segments(np.zeros((), object), False)) == []  # a zero tape is empty
+
+
+def test_checkpointed_stacked_tape_replays_each_segment():
+    calls = []
+
+    def replay(start, n):
+        calls.append((start, n))
+        return [np.arange(start, start + n)]
+
+    tape = Tape.stacked(None, 7, every=3, snapshots=[0, 3, 6], replay=replay)
+    assert [int(s[0]) for s in tape.steps(False)] == list(range(7))
+    assert [int(s[0]) for s in tape.steps(True)] == list(range(6, -1, -1))
+    assert calls[-3:] == [(6, 1), (3, 3), (0, 3)]
+
+
+def test_profiled_code_runs_the_loop_runners_with_the_same_results():
+    """Profiled code keeps loop bodies as functions (each equation timed where it runs)."""
+    args = [mnp.asarray(a.astype(np.float32)) for a in _rnn_args(1, 4, 2, 3, 3)]
+    f = mt.jit(mt.grad(rnn_loss, argnums=(0, 1, 2)))
+    want = f(*args)
+    profiled = mt.profiler.profile(f, print_table=False)
+    got = profiled(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+    rows = profiled.last.rows()
+    assert any("tanh" in r.name for r in rows)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 99), steps=st.integers(0, 5), reverse=st.booleans())
+def test_products_of_xs_with_consts_computed_before_the_loop(seed, steps, reverse):
+    """`x_t @ w` and `w2 @ x_t` (x_t a step's xs, w and w2 consts) are computed for every step
+    at once before the loop; the carries and ys follow the loop definition."""
+    rng = np.random.default_rng(seed)
+    xs, w, w2 = rng.normal(size=(steps, 3, 4)), rng.normal(size=(4, 3)), rng.normal(size=(2, 3))
+
+    def body(c, x):
+        c = mnp.tanh(x @ w + c) * 0.5
+        return c, w2 @ x
+
+    f = mt.jit(lambda c, xs, w, w2: lax.scan(body, c, xs, reverse=reverse))
+    args = [mnp.asarray(a) for a in (np.eye(3), xs, w, w2)]
+    assert "_pre_" in f.lower(*args).as_text()
+    got_c, got_ys = f(*args)
+    c, ys = np.eye(3), [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        c = np.tanh(xs[t] @ w + c) * 0.5
+        ys[t] = w2 @ xs[t]
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-5, atol=1e-6)
+    assert np.asarray(got_ys).shape == (steps, 2, 4)
+    if steps:
+        np.testing.assert_allclose(np.asarray(got_ys), np.stack(ys), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float32])
+def test_scalar_carries_follow_numpy_arithmetic(dtype):
+    """0-d carries go through Python operators on NumPy scalars inside the loop: the same
+    dtypes and the same wrapping on overflow as array arithmetic."""
+    def cond(c):
+        return c[0] < 25
+
+    def body(c):
+        i, a, b = c
+        return i + 1, a * 3 + 1, (a > b) | (i == 3)
+
+    f = mt.jit(lambda a: lax.while_loop(cond, body, (0, a, mnp.asarray(False))))
+    i, a, b = f(mnp.asarray(np.asarray(1, dtype)))
+    want_a, want_b = np.asarray(1, dtype), np.asarray(False)
+    with np.errstate(all="ignore"):
+        for k in range(25):
+            want_a, want_b = want_a * np.asarray(3, dtype) + np.asarray(1, dtype), \
+                (want_a > want_b) | (k == 3)
+    assert int(i) == 25 and np.asarray(a).dtype == np.dtype(dtype)
+    assert type(np.asarray(a)) is np.ndarray and np.asarray(a).shape == ()
+    np.testing.assert_array_equal(np.asarray(a), want_a)
+    np.testing.assert_array_equal(np.asarray(b), want_b)
+
+
+def test_nested_loops_and_their_gradient_match_eager_evaluation():
+    def f(x, xs):
+        def outer(c, x):
+            def inner(d, y):
+                return d * 0.9 + y, mnp.sum(d)
+
+            d, ys = lax.scan(inner, c, xs)
+            _, d = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 1.1), (0, d))
+            return d + x, ys
+
+        c, ys = lax.scan(outer, x, xs)
+        return mnp.sum(c) + mnp.sum(ys)
+
+    x = mnp.asarray(np.linspace(-1, 1, 3, dtype=np.float32))
+    xs = mnp.asarray(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+    with mt.disable_jit():
+        want, want_g = f(x, xs), mt.grad(f)(x, xs)
+    np.testing.assert_allclose(np.asarray(mt.jit(f)(x, xs)), np.asarray(want), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(mt.jit(mt.grad(f))(x, xs)), np.asarray(want_g),
+                               rtol=1e-5)
+
+
+def test_body_with_a_fused_elementwise_run():
+    """A body whose steps are large enough for fused (or compiled) elementwise runs."""
+    rng = np.random.default_rng(0)
+    c0, xs = rng.random((64, 128), np.float32), rng.random((3, 64, 128), np.float32)
+
+    def body(c, x):
+        c = mnp.tanh(c) * 0.5 + x * mnp.exp(-c * c) - 0.1 * c
+        return c, c * 2.0 + 1.0
+
+    f = mt.jit(lambda c, xs: lax.scan(body, c, xs))
+    for _ in range(2):  # the first call may build compiled loops
+        got_c, got_ys = f(mnp.asarray(c0), mnp.asarray(xs))
+    c, ys = c0, []
+    for x in xs:
+        c = np.tanh(c) * 0.5 + x * np.exp(-c * c) - 0.1 * c
+        ys.append(c * 2 + 1)
+    np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got_ys), np.stack(ys), rtol=1e-5, atol=1e-6)
