@@ -302,3 +302,35 @@ def test_body_with_a_fused_elementwise_run():
         ys.append(c * 2 + 1)
     np.testing.assert_allclose(np.asarray(got_c), c, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(got_ys), np.stack(ys), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("compiled_runs", [False, True])
+def test_checkpointed_while_with_fused_blocks_in_both_bodies(monkeypatch, compiled_runs):
+    """The forward and replay bodies of a checkpointed tape are two sections of one
+    generated module: their fused blocks (runs of 2^18 elements, evaluated block by block
+    when compiled loops are off) must not share a name."""
+    from mytorch.backends.numpy import native
+
+    if not compiled_runs:
+        monkeypatch.setattr(native, "available", lambda: False)
+    rng = np.random.default_rng(0)
+    x0 = rng.random((512, 512), np.float32)
+
+    def loss(x):
+        def body(c):
+            i, h = c
+            return i + 1, mnp.tanh(h) * 0.5 + mnp.exp(-h * h) * 0.25 - 0.1 * h
+
+        _, h = lax.while_loop(lambda c: c[0] < 3, body, (0, x), checkpoint_every=2)
+        return mnp.sum(h * h)
+
+    f = mt.jit(mt.grad(loss))
+    got = np.asarray(f(mnp.asarray(x0)))
+    hs = [x0.astype(np.float64)]
+    for _ in range(3):
+        h = hs[-1]
+        hs.append(np.tanh(h) * 0.5 + np.exp(-h * h) * 0.25 - 0.1 * h)
+    dh = 2 * hs[-1]
+    for h in reversed(hs[:-1]):
+        dh = dh * ((1 - np.tanh(h) ** 2) * 0.5 - 2 * h * np.exp(-h * h) * 0.25 - 0.1)
+    np.testing.assert_allclose(got, dh, rtol=2e-4, atol=2e-5)

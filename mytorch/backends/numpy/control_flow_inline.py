@@ -6,20 +6,20 @@ loop never share a name) and `LoopSource` writes them into a Python `for`/`while
 one generated function:
 
     def f_scan_body(a0, a1, a2, _ci_0, _xs_1):      # consts, initial carry, stacked xs
-        _owners = _buffer_owners((a0, a1, a2, _ci_0, _xs_1, ))
+        _lp_owners = _buffer_owners((a0, a1, a2, _ci_0, _xs_1, ))
         _hv_2 = np.reshape(a2, (1, 32))              # a view of a const: once per loop
         a3, = _ci_0,
         _ys_3 = np.empty((1000, 8, 32, ), _dt_4)
-        for _i in range(1000):
-            a4 = _xs_1[_i]
+        for _lp_i in range(1000):
+            a4 = _xs_1[_lp_i]
             v5 = np.matmul(a4, a0)
             v6 = np.matmul(a3, a1)
             v7 = np_add(v5, v6, out=v5)
             v9 = np_add(v7, _hv_2, out=v7)
             v10 = np_tanh(v9, out=v9)
-            _ys_3[_i] = v10                          # stacked ys written by index
+            _ys_3[_lp_i] = v10                          # stacked ys written by index
             a3, = v10,
-        return [*_unaliased([a3], _owners), _ys_3]
+        return [*_unaliased([a3], _lp_owners), _ys_3]
 
 so a step costs its NumPy calls and nothing else: no function call, no argument list, no
 floating-point-state switch (the caller set it), no per-step allocation but the body's own.
@@ -33,6 +33,7 @@ every loop runner's results: the caller owns them).
 """
 
 import dataclasses
+import functools
 import itertools
 import re
 
@@ -90,6 +91,10 @@ class Section(Generator):
         _merge(ns, self.ns)  # the loop's globals, shared by its sections from here on
         self.ns = ns
         self.emit_all()
+        if self._start and self.blocks:  # fused blocks are numbered per generator
+            rename = functools.partial(re.sub, r"\b_blk(\d+)\b", rf"_blk{self._start}_\1")
+            self.blocks = [rename(b) for b in self.blocks]
+            self.lines = [rename(line) for line in self.lines]
         self.outs = [self.src(v, scalar_ok=False) for v in self.jaxpr.outvars]
 
     def emit(self, eqn):
@@ -142,7 +147,9 @@ def final(name, aval):
 class LoopSource:
     """The source of one generated loop function, built line by line (`line`, `indent`,
     `dedent`), with the lines of its sections pasted into it (`paste`); `ns`, its globals,
-    is the dict its sections were built with."""
+    is the dict its sections were built with. Its own names are `_lp_<word>` and
+    `_<prefix>_<n>` (`fresh`), which the code generator never makes (its fused runs loop over
+    `_i`)."""
 
     def __init__(self, g, name, ns):
         self.g, self.name = g, f"{g.name}_{name}"

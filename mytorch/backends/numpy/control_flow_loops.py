@@ -112,20 +112,20 @@ def scan_loop(g, p):
     stacks = [src.fresh("xs") for _ in xs[:len(xs) - len(hoisted)]]
     params = [*consts, *init, *stacks]
     main = src.begin("", params)
-    src.line(f"_owners = _buffer_owners({_tuple(params)})")
+    src.line(f"_lp_owners = _buffer_owners({_tuple(params)})")
     for h in hoisted:  # products of xs with consts, for every step at once
         stacks.append(src.fresh("pre"))
         src.line(f"{stacks[-1]} = {h.expr(stacks[h.xs], consts[h.const])}")
     sliced = dict(zip(xs, stacks, strict=True))
-    _prepare(src, body, consts, sliced, "_i")
+    _prepare(src, body, consts, sliced, "_lp_i")
     src.paste(body.hoisted[0])
     src.assign(carry, [i for i, k in zip(init, kept) if k])
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], length)
     order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
-    src.indent(f"for _i in {order}:")
-    _step(src, body, sliced, "_i")
+    src.indent(f"for _lp_i in {order}:")
+    _step(src, body, sliced, "_lp_i")
     for y, out in zip(ys, body.outs[ncar:], strict=True):
-        src.line(f"{y}[_i] = {out}")
+        src.line(f"{y}[_lp_i] = {out}")
     src.assign(carry, body.outs[:ncar])
     src.dedent()
     n_ys = len(p["jaxpr"].outvars) - p["num_carry"]
@@ -133,7 +133,7 @@ def scan_loop(g, p):
     it = iter(carry)
     finals = [next(it) if k else f"np.add({init[j]}, {terms[j]})" for j, k in enumerate(kept)]
     finals = _finals(finals, [v.aval for v in p["jaxpr"].outvars[:len(kept)]])
-    src.line(f"return [*_unaliased([{finals}], _owners), {', '.join(ys[:n_ys])}]")
+    src.line(f"return [*_unaliased([{finals}], _lp_owners), {', '.join(ys[:n_ys])}]")
     return src.compile(main, "scan_loop")
 
 
@@ -149,23 +149,23 @@ def tape_scan_loop(g, p):
     nc, ncar = p["num_consts"], sum(kept)
     consts, carry, rows = body.params[:nc], body.params[nc:nc + ncar], body.params[nc + ncar:]
     init = [src.fresh("ci") for _ in kept]
-    params = ["_tape", *consts, *init]
+    params = ["_lp_tape", *consts, *init]
     main = src.begin("", params)
-    src.line(f"_owners = _buffer_owners({_tuple(params)})")
+    src.line(f"_lp_owners = _buffer_owners({_tuple(params)})")
     stacks = [src.fresh("rows") for _ in rows]
     sliced = dict(zip(rows, stacks, strict=True))
-    _prepare(src, body, consts, sliced, "_i")
+    _prepare(src, body, consts, sliced, "_lp_i")
     src.assign(carry, [i for i, k in zip(init, kept) if k])
     acc = {s.carry: src.fresh("acc") for s in sunk}
     src.assign(list(acc.values()), [init[k] for k in acc])
-    src.indent(f"for _rows, _n in _tape_segments(_tape, {p['reverse']}):")
-    src.assign(stacks, [f"_rows[{j}]" for j in range(len(rows))])
+    src.indent(f"for _lp_rows, _lp_n in _tape_segments(_lp_tape, {p['reverse']}):")
+    src.assign(stacks, [f"_lp_rows[{j}]" for j in range(len(rows))])
     src.paste(body.hoisted[0])
-    ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], "_n")
-    src.indent(f"for _i in {'range(_n - 1, -1, -1)' if p['reverse'] else 'range(_n)'}:")
-    _step(src, body, sliced, "_i")
+    ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], "_lp_n")
+    src.indent(f"for _lp_i in {'range(_lp_n - 1, -1, -1)' if p['reverse'] else 'range(_lp_n)'}:")
+    _step(src, body, sliced, "_lp_i")
     for y, out in zip(ys, body.outs[ncar:], strict=True):
-        src.line(f"{y}[_i] = {out}")
+        src.line(f"{y}[_lp_i] = {out}")
     src.assign(carry, body.outs[:ncar])
     src.dedent()
     for k, term in _sunk_terms(sunk, stacks, ys).items():
@@ -174,7 +174,7 @@ def tape_scan_loop(g, p):
     it = iter(carry)
     finals = [next(it) if k else acc[j] for j, k in enumerate(kept)]
     finals = _finals(finals, [v.aval for v in p["jaxpr"].outvars[:len(kept)]])
-    src.line(f"return _unaliased([{finals}], _owners)")
+    src.line(f"return _unaliased([{finals}], _lp_owners)")
     return src.compile(main, "scan_tape_loop")
 
 
@@ -200,7 +200,7 @@ def while_loop(g, p):
     init = [src.fresh("ci") for _ in carry]
     params = [*cond.params[:ncc], *body.params[:nbc], *init]
     main = src.begin("", params)
-    src.line(f"_owners = _buffer_owners({_tuple(params)})")
+    src.line(f"_lp_owners = _buffer_owners({_tuple(params)})")
     _prepare(src, cond, cond.params[:ncc], {}, None)
     _prepare(src, body, body.params[:nbc], {}, None)
     src.assign(carry, init)
@@ -210,7 +210,7 @@ def while_loop(g, p):
     src.assign(carry, body.outs[:len(carry)])
     src.dedent()
     finals = _finals(carry, [v.aval for v in body.jaxpr.outvars[:len(carry)]])
-    src.line(f"return _unaliased([{finals}], _owners)")
+    src.line(f"return _unaliased([{finals}], _lp_owners)")
     return src.compile(main, "while")
 
 
@@ -255,15 +255,15 @@ def while_tape_loop(g, p):
         rb = Section(g, rj, "while_tape_replay", ns)
         src.add_section(rb)
         carry = [c for c, k in zip(rb.params[nbc:], kept) if k]
-        replay = src.begin("_replay", ["_bc", "_start", "_steps"])
-        src.assign(rb.params[:nbc], [f"_bc[{j}]" for j in range(nbc)])
+        replay = src.begin("_replay", ["_lp_bc", "_lp_start", "_lp_steps"])
+        src.assign(rb.params[:nbc], [f"_lp_bc[{j}]" for j in range(nbc)])
         _prepare(src, rb, rb.params[:nbc], {}, None)
-        src.assign(carry, [f"_start[{j}]" for j, k in enumerate(kept) if k])
-        src.assign(rows, _stack_buffers(src, row_avals, "_steps"))
-        src.indent("for _i in range(_steps):")
+        src.assign(carry, [f"_lp_start[{j}]" for j, k in enumerate(kept) if k])
+        src.assign(rows, _stack_buffers(src, row_avals, "_lp_steps"))
+        src.indent("for _lp_i in range(_lp_steps):")
         src.paste(rb.hoisted[2])
         for r, out in zip(rows, rb.outs[len(carry):], strict=True):
-            src.line(f"{r}[_i] = {out}")
+            src.line(f"{r}[_lp_i] = {out}")
         src.assign(carry, rb.outs[:len(carry)])
         src.dedent()
         src.line(f"return [{', '.join(rows)}]")
@@ -276,38 +276,38 @@ def while_tape_loop(g, p):
     init = [src.fresh("ci") for _ in carry]
     params = [*cond.params[:ncc], *bconsts, *init]
     main = src.begin("", params)
-    src.line(f"_owners = _buffer_owners({_tuple(params)})")
+    src.line(f"_lp_owners = _buffer_owners({_tuple(params)})")
     _prepare(src, cond, cond.params[:ncc], {}, None)
     _prepare(src, run, bconsts, {}, None)
     src.assign(carry, init)
-    src.line("_n = 0")
+    src.line("_lp_n = 0")
     if every is None:
-        src.line(f"_cap = {_FIRST_CAPACITY}")
+        src.line(f"_lp_cap = {_FIRST_CAPACITY}")
         src.assign(rows, _stack_buffers(src, row_avals, _FIRST_CAPACITY))
     else:
-        src.line("_snapshots = []")
+        src.line("_lp_snapshots = []")
     src.indent("while True:")
     _cond_then(src, cond, carry, ncc)
     if every is not None:  # copies: the caller may reuse the final carries' buffers
-        src.indent(f"if _n % {every} == 0:")
-        src.line(f"_snapshots.append([{', '.join(f'np.array({c})' for c in carry)}])")
+        src.indent(f"if _lp_n % {every} == 0:")
+        src.line(f"_lp_snapshots.append([{', '.join(f'np.array({c})' for c in carry)}])")
         src.dedent()
     src.paste(run.hoisted[2])
     if every is None:
-        src.indent("if _n == _cap:")
-        src.assign(rows, [f"_grow({r}, _n)" for r in rows])
-        src.line("_cap *= 2")
+        src.indent("if _lp_n == _lp_cap:")
+        src.assign(rows, [f"_grow({r}, _lp_n)" for r in rows])
+        src.line("_lp_cap *= 2")
         src.dedent()
         for r, out in zip(rows, run.outs[ncar:], strict=True):
-            src.line(f"{r}[_n] = {out}")
-    src.line("_n += 1")
+            src.line(f"{r}[_lp_n] = {out}")
+    src.line("_lp_n += 1")
     src.assign(carry, run.outs[:ncar])
     src.dedent()
     if every is None:
-        tape = f"_Tape.stacked([{', '.join(rows)}], _n)"
+        tape = f"_Tape.stacked([{', '.join(rows)}], _lp_n)"
     else:  # the body consts are read again by every replay: copied
-        tape = (f"_Tape.stacked(None, _n, {every}, _snapshots, _partial({replay}, "
+        tape = (f"_Tape.stacked(None, _lp_n, {every}, _lp_snapshots, _partial({replay}, "
                 f"[{', '.join(f'np.array({b})' for b in bconsts)}]))")
     finals = _finals(carry, [v.aval for v in run.jaxpr.outvars[:ncar]])
-    src.line(f"return [*_unaliased([{finals}], _owners), _box({tape})]")
+    src.line(f"return [*_unaliased([{finals}], _lp_owners), _box({tape})]")
     return src.compile(main, "while_tape")
