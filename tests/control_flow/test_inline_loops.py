@@ -334,3 +334,20 @@ def test_checkpointed_while_with_fused_blocks_in_both_bodies(monkeypatch, compil
     for h in reversed(hs[:-1]):
         dh = dh * ((1 - np.tanh(h) ** 2) * 0.5 - 2 * h * np.exp(-h * h) * 0.25 - 0.1)
     np.testing.assert_allclose(got, dh, rtol=2e-4, atol=2e-5)
+
+
+def test_half_precision_products_stay_in_the_loop():
+    """float16 products compute in float32 in their kernels: neither moved out of the loop
+    nor summed after it, so the results are the eager ones."""
+    rng = np.random.default_rng(1)
+    xs, w = rng.normal(size=(6, 2, 3)).astype(np.float16), rng.normal(size=(3, 3))
+
+    def body(acc, x):
+        return acc + x.T @ (x @ w.astype(np.float16)), ()
+
+    f = lambda xs: lax.scan(body, mnp.zeros((3, 3), np.float16), xs)[0]  # noqa: E731
+    text = mt.jit(f).lower(mnp.asarray(xs)).as_text()
+    assert "tensordot" not in text
+    with mt.disable_jit():
+        want = f(mnp.asarray(xs))
+    np.testing.assert_array_equal(np.asarray(mt.jit(f)(mnp.asarray(xs))), np.asarray(want))
