@@ -351,3 +351,18 @@ def test_half_precision_products_stay_in_the_loop():
     with mt.disable_jit():
         want = f(mnp.asarray(xs))
     np.testing.assert_array_equal(np.asarray(mt.jit(f)(mnp.asarray(xs))), np.asarray(want))
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (256, 128)])
+def test_broadcast_const_read_in_full_where_small(shape):
+    """`c + b` with b a const broadcast along a step's rows: small ones are made in full once
+    before the loop (the ufunc then broadcasts nothing), large ones stay broadcasts."""
+    rng = np.random.default_rng(2)
+    c0, b = rng.normal(size=shape), rng.normal(size=shape[1:])
+    f = mt.jit(lambda c, b: lax.fori_loop(0, 4, lambda i, c: mnp.tanh(c + b) * 0.5, c))
+    args = mnp.asarray(c0), mnp.asarray(b)
+    assert ("_lp_full" in f.lower(*args).as_text()) == (shape == (3, 4))
+    c = c0
+    for _ in range(4):
+        c = np.tanh(c + b) * 0.5
+    np.testing.assert_allclose(np.asarray(f(*args)), c, rtol=1e-5, atol=1e-6)

@@ -35,6 +35,7 @@ every loop runner's results: the caller owns them).
 import dataclasses
 import functools
 import itertools
+import math
 import re
 
 import numpy as np
@@ -51,12 +52,14 @@ __all__ = ["Section", "LoopSource", "inlinable", "final"]
 _STRIDE = 1_000_000  # a secondary section's names are numbered from k * _STRIDE
 _sections = itertools.count(1)
 # views the body takes: np.transpose(x, (1, 0)), np.reshape(x, (1, 32)), x.reshape((1, 32)),
-# x.transpose((1, 0)), x.T
+# x.transpose((1, 0)), x.T, and _lp_full(x, (8, 32)) (Section.ufunc_args)
 _TUPLE = r"\([0-9, ]*\)"
 _VIEWS = (
     re.compile(rf"np\.(?P<fn>transpose|reshape)\((?P<name>\w+), (?P<arg>{_TUPLE})\)"),
     re.compile(rf"\b(?P<name>[A-Za-z_]\w*)\.(?P<fn>transpose|reshape)\((?P<arg>{_TUPLE})\)"),
-    re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.(?P<fn>T)\b"))
+    re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.(?P<fn>T)\b"),
+    re.compile(rf"(?P<fn>_lp_full)\((?P<name>\w+), (?P<arg>{_TUPLE})\)"))
+_FULL_MAX = 1 << 14  # broadcasts of invariant inputs up to this size are made in full
 # binary ops on 0-d values written as Python operators: on NumPy scalars (what reductions
 # and these operators return) they take NumPy's scalar fast path, same dtype rules as the
 # ufunc (NEP 50), about 20x cheaper than a ufunc call
@@ -84,10 +87,11 @@ class Section(Generator):
     next step as it is, and wraps the final carries: `final`); binary arithmetic,
     comparisons and bitwise logic on 0-d operands are Python operators (`_SCALAR_OPS`)."""
 
-    def __init__(self, g, jaxpr, name, ns, primary=False):
+    def __init__(self, g, jaxpr, name, ns, invariant=0, primary=False):
         self._start = 0 if primary else next(_sections) * _STRIDE
         options = dataclasses.replace(g.options, donated=(), name=f"{g.name}_{name}")
         super().__init__(prepare(jaxpr), [], options, g.backend)
+        self.invariant = set(self.jaxpr.invars[:invariant])
         _merge(ns, self.ns)  # the loop's globals, shared by its sections from here on
         self.ns = ns
         self.emit_all()
@@ -96,6 +100,18 @@ class Section(Generator):
             self.blocks = [rename(b) for b in self.blocks]
             self.lines = [rename(line) for line in self.lines]
         self.outs = [self.src(v, scalar_ok=False) for v in self.jaxpr.outvars]
+
+    def ufunc_args(self, eqn, args):
+        """As the code generator's, but a small broadcast of a loop-invariant input is read
+        in full (`_lp_full`, made once before the loop: LoopSource.hoist_views): a ufunc
+        over same-shape operands costs less per call than one that broadcasts."""
+        out = super().ufunc_args(eqn, args)
+        for i, v in enumerate(eqn.invars):
+            src = self.expand_of.get(v, (None,))[0] if type(v) is Var else None
+            if out[i] != args[i] and src in self.invariant \
+                    and math.prod(v.aval.shape) <= _FULL_MAX:
+                out[i] = f"_lp_full({self.src(src, False)}, {tuple(v.aval.shape)})"
+        return out
 
     def emit(self, eqn):
         op = _SCALAR_OPS.get(eqn.primitive)
@@ -138,6 +154,11 @@ def _scalar_operands(eqn):
         not v.aval.shape and np.dtype(v.aval.dtype) in _SCALAR_DTYPES for v in vs)
 
 
+def full(x, shape):
+    """`x` broadcast to `shape`, as a contiguous array of its own."""
+    return np.ascontiguousarray(np.broadcast_to(x, shape))
+
+
 def final(name, aval):
     """Source of a loop's result `name` of type `aval` as an array (a 0-d result may be a
     NumPy scalar inside the loop)."""
@@ -154,7 +175,8 @@ class LoopSource:
     def __init__(self, g, name, ns):
         self.g, self.name = g, f"{g.name}_{name}"
         self.ns = ns
-        _merge(ns, {"np": np, "_buffer_owners": buffer_owners, "_unaliased": unaliased})
+        _merge(ns, {"np": np, "_buffer_owners": buffer_owners, "_unaliased": unaliased,
+                    "_lp_full": full})
         self.lines, self.defs, self.depth, self._opened = [], [], 0, []
         self._ids = itertools.count()
 

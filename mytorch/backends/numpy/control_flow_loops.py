@@ -103,7 +103,7 @@ def scan_loop(g, p):
     stacked): (consts, initial carries, stacked xs) -> [*final carries, *stacked ys]."""
     jaxpr, kept, sunk, hoisted = _sink(p, hoist=True)
     ns = {}  # the loop's globals
-    body = Section(g, jaxpr, "scan_body", ns, primary=True)
+    body = Section(g, jaxpr, "scan_body", ns, p["num_consts"], primary=True)
     src = LoopSource(g, "scan_body", ns)
     src.add_section(body)
     nc, ncar, length = p["num_consts"], sum(kept), p["length"]
@@ -142,7 +142,7 @@ def tape_scan_loop(g, p):
     (a tape of batch shape ()): (tape, consts, initial carries) -> final carries."""
     jaxpr, kept, sunk, hoisted = _sink(p, hoist=True)
     ns = {}  # the loop's globals
-    body = Section(g, jaxpr, "scan_body", ns, primary=True)
+    body = Section(g, jaxpr, "scan_body", ns, p["num_consts"], primary=True)
     src = LoopSource(g, "scan_body", ns)
     src.add_section(body)
     src.ns["_tape_segments"] = tape_segments
@@ -190,8 +190,8 @@ def while_loop(g, p):
     """The global name of a generated function running the while loop of params `p`:
     (cond consts, body consts, initial carries) -> final carries."""
     ns = {}
-    cond = Section(g, p["cond_jaxpr"], "while_cond", ns)
-    body = Section(g, p["body_jaxpr"], "while_body", ns, primary=True)
+    cond = Section(g, p["cond_jaxpr"], "while_cond", ns, p["cond_nconsts"])
+    body = Section(g, p["body_jaxpr"], "while_body", ns, p["body_nconsts"], primary=True)
     src = LoopSource(g, "while_body", ns)
     src.add_section(cond)
     src.add_section(body)
@@ -243,7 +243,7 @@ def while_tape_loop(g, p):
     carries, tape]."""
     ncc, nbc, ncar, every = p["cond_nconsts"], p["body_nconsts"], p["num_carry"], p["every"]
     ns = {}
-    cond = Section(g, p["cond_jaxpr"], "while_tape_cond", ns)
+    cond = Section(g, p["cond_jaxpr"], "while_tape_cond", ns, p["cond_nconsts"])
     src = LoopSource(g, "while_tape_body", ns)
     src.add_section(cond)
     src.ns.update(_box=box, _Tape=Tape, _grow=grow, _partial=functools.partial)
@@ -252,7 +252,7 @@ def while_tape_loop(g, p):
     replay = None
     if every is not None:  # (body consts, carry at a segment's start, steps) -> rows
         rj, kept = _replay_body(p)
-        rb = Section(g, rj, "while_tape_replay", ns)
+        rb = Section(g, rj, "while_tape_replay", ns, nbc)
         src.add_section(rb)
         carry = [c for c, k in zip(rb.params[nbc:], kept) if k]
         replay = src.begin("_replay", ["_lp_bc", "_lp_start", "_lp_steps"])
@@ -270,7 +270,7 @@ def while_tape_loop(g, p):
     bj = p["body_jaxpr"]
     if every is not None:  # the forward loop computes the carries alone
         bj = dce_jaxpr(Jaxpr([], bj.invars, bj.eqns, bj.outvars[:ncar], bj.debug_name))
-    run = Section(g, bj, "while_tape_body", ns, primary=True)
+    run = Section(g, bj, "while_tape_body", ns, nbc, primary=True)
     src.add_section(run)
     carry, bconsts = run.params[nbc:], run.params[:nbc]
     init = [src.fresh("ci") for _ in carry]
