@@ -366,3 +366,17 @@ def test_broadcast_const_read_in_full_where_small(shape):
     for _ in range(4):
         c = np.tanh(c + b) * 0.5
     np.testing.assert_allclose(np.asarray(f(*args)), c, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=8, deadline=None)
+@given(steps=st.integers(0, 6), seed=st.integers(0, 99))
+def test_plain_sum_of_xs_is_one_reduction(steps, seed):
+    """`acc + x_t` (x_t a step's xs, stacked already) is one sum over the stack."""
+    xs = np.random.default_rng(seed).normal(size=(steps, 2, 3)).astype(np.float32)
+    f = mt.jit(lambda a, xs: lax.scan(lambda acc, x: (acc + x, mnp.sum(acc)), a, xs))
+    a = mnp.asarray(np.ones((2, 3), np.float32))
+    assert "np.add.reduce(_xs" not in f.lower(a, mnp.asarray(xs)).as_text()  # acc is read
+    g = mt.jit(lambda a, xs: lax.scan(lambda acc, x: (acc + x, ()), a, xs)[0])
+    assert "np.add.reduce(_xs" in g.lower(a, mnp.asarray(xs)).as_text()
+    np.testing.assert_allclose(np.asarray(g(a, mnp.asarray(xs))), 1 + xs.sum(0), rtol=1e-6,
+                               atol=1e-6)

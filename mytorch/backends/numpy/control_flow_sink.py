@@ -71,6 +71,22 @@ def _float(*avals):
     return np.dtype(dt) in _NATIVE_FLOATS and all(a.dtype == dt for a in avals)
 
 
+def _accumulated(defs, reads, c, o):
+    """The per-step term t of `o = c + t` when carry input `c` is read by that add alone and
+    its result `o` by nothing but the carry output (same types throughout), else None."""
+    e = defs.get(o)
+    if e is None or e.primitive not in _ADDS or reads.get(c) != 1 or reads.get(o) != 1:
+        return None
+    if c not in e.invars:
+        return None
+    t = e.invars[1] if e.invars[0] is c else e.invars[0]
+    if type(t) is not Var or t is c or not (c.aval.shape == t.aval.shape == o.aval.shape):
+        return None
+    if not c.aval.dtype == t.aval.dtype == o.aval.dtype:
+        return None
+    return t
+
+
 def _term(defs, t):
     """(kind, operands, axes) of the per-step term `t` if it can be summed after the loop."""
     d = defs.get(t)
@@ -98,20 +114,14 @@ def sink_accumulators(jaxpr, num_consts, num_carry):
     xs = jaxpr.invars[num_consts + num_carry:]
     defs = {o: e for e in jaxpr.eqns for o in e.outvars}
     reads = _reads(jaxpr)
-    sunk, new_ys = [], []
+    sunk, new_ys, plain = [], [], []
     for k, (c, o) in enumerate(zip(carry_in, jaxpr.outvars[:num_carry], strict=True)):
-        e = defs.get(o)
-        if e is None or e.primitive not in _ADDS or reads.get(c) != 1 or reads.get(o) != 1:
+        t = _accumulated(defs, reads, c, o)
+        if t is None:
             continue
-        if c not in e.invars or c.aval.shape != o.aval.shape:
-            continue
-        t = e.invars[1] if e.invars[0] is c else e.invars[0]
-        if type(t) is not Var or t is c or reads.get(t) != 1 or t.aval.shape != c.aval.shape:
-            continue
-        if c.aval.dtype != t.aval.dtype or o.aval.dtype != c.aval.dtype:
-            continue
-        term = _term(defs, t)
+        term = _term(defs, t) if reads.get(t) == 1 else None
         if term is None or any(v in consts for v in term[1]):
+            plain.append((k, t))
             continue
         kind, operands, axes = term
         where = []
@@ -123,6 +133,10 @@ def sink_accumulators(jaxpr, num_consts, num_carry):
                     new_ys.append(v)
                 where.append(("ys", new_ys.index(v)))
         sunk.append(Sunk(k, kind, tuple(where), axes))
+    for k, t in plain:  # `acc + t` where t is stacked anyway: summed after the loop too
+        if (t in xs or t in new_ys) and _float(t.aval):
+            where = ("xs", xs.index(t)) if t in xs else ("ys", new_ys.index(t))
+            sunk.append(Sunk(k, "sum", (where,), ((),)))
     if not sunk:
         return None
     gone = {s.carry for s in sunk}
