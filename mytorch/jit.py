@@ -34,6 +34,7 @@ from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
 from mytorch.errors import NonHashableStaticArgError, RetraceWarning
+from mytorch.jit_keys import fast_key, list_key, list_leaves
 from mytorch.jit_rules import jit_p
 from mytorch.jit_stages import Lowered, Traced  # noqa: F401  (Lowered: for users' isinstance)
 from mytorch.transforms.closure import trace_closed_over
@@ -243,9 +244,9 @@ class JitFunction:
                     return run(args)
                 return self._call(args, kwargs)
             b = None
-            leaves = _list_leaves(args, self._static_nums or self._neg_static)
+            leaves = list_leaves(args, self._static_nums or self._neg_static)
             if leaves is not None:
-                run = self._fast.get(_list_key(args, leaves))
+                run = self._fast.get(list_key(args, leaves))
                 if run is not None:
                     return run(leaves)
         return self._call(args, kwargs)
@@ -270,11 +271,11 @@ class JitFunction:
                                                     self._backend_options)
         fast = entry.cacheable and not kwargs and len(leaves) == len(args) and all(
             type(a) is ArrayImpl for a in args) and _flat_tuple(entry, len(args))
-        key = _fast_key(args) if fast else None  # before the call: donation invalidates args
+        key = fast_key(args) if fast else None  # before the call: donation invalidates args
         if entry.cacheable and not kwargs and not fast:
-            listed = _list_leaves(args, self._static_nums or self._neg_static)
+            listed = list_leaves(args, self._static_nums or self._neg_static)
             if listed is not None:  # the same leaves, in the same order, as `leaves`
-                key = _list_key(args, listed)
+                key = list_key(args, listed)
         outs = exe.call(leaves)
         if key is not None:
             self._fast[key] = exe.make_runner(entry.out_tree)
@@ -454,6 +455,10 @@ def _compile_entry(entry, name, backend_options=()):
     return exe
 
 
+def _type_of(aval):
+    return (aval.shape, aval.dtype, aval.weak_type)
+
+
 def _flat_tuple(entry, nargs):
     """Whether the signature is `nargs` positional array leaves (the fast path's shape)."""
     treedef = entry.signature[0]
@@ -463,53 +468,6 @@ def _flat_tuple(entry, nargs):
 @functools.lru_cache(maxsize=64)
 def _positional_treedef(n):
     return tree_util.tree_structure((tuple(range(n)), {}))
-
-
-def _fast_key(args):
-    key = []
-    for a in args:
-        b = a._buf
-        key += (b.shape, b.dtype, a._weak, a._device)
-    return tuple(key)
-
-
-def _type_of(aval):
-    return (aval.shape, aval.dtype, aval.weak_type)
-
-
-def _list_leaves(args, static):
-    """The leaves of `args` when each is an array or a plain list or tuple of arrays (as an
-    optimiser step's parameter lists), in tree_flatten's order; None otherwise, or when
-    some arguments are static."""
-    if static:
-        return None
-    leaves = []
-    for a in args:
-        t = type(a)
-        if t is ArrayImpl:
-            leaves.append(a)
-        elif t is list or t is tuple:
-            for x in a:
-                if type(x) is not ArrayImpl:
-                    return None
-            leaves += a
-        else:
-            return None
-    return leaves
-
-
-def _list_key(args, leaves):
-    """The fast-path key of `_list_leaves` arguments: a marker (so it never equals a
-    positional key, which starts with a shape), each argument's structure, then every
-    leaf's shape, dtype, weak type and device."""
-    key = [_LISTED, tuple(None if type(a) is ArrayImpl else (type(a), len(a)) for a in args)]
-    for x in leaves:
-        b = x._buf
-        key += (b.shape, b.dtype, x._weak, x._device)
-    return tuple(key)
-
-
-_LISTED = object()
 
 
 def _parameters(fun):

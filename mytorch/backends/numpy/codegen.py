@@ -75,6 +75,8 @@ class Generator:
             self.order, self.runs = find_runs(jaxpr.eqns)
         self.planner = BufferPlanner(jaxpr, self.order, self.runs, reuse=not debug_nans)
         self.blocks = []
+        self._full = {}  # (fill bytes, shape, dtype) -> name of a constant array
+        self._scalars = {}  # (bytes, dtype) -> name of a 0-d literal read by ufuncs
         self.sub_texts = []  # generated source of sub-functions (shown by as_text)
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             name = self._bind(v, "c")
@@ -94,6 +96,18 @@ class Generator:
         """A global of the generated code holding `value`."""
         name = f"_{prefix}{next(self._ids)}"
         self.ns[name] = value
+        return name
+
+    def full_constant(self, value, shape, dtype):
+        """A global of the generated code: a read-only array of `shape` and `dtype` filled
+        with `value` (one per distinct value, sign of zero and NaN payload included)."""
+        fill = np.asarray(value, dtype=dtype)
+        key = (fill.tobytes(), tuple(shape), fill.dtype)
+        name = self._full.get(key)
+        if name is None:
+            arr = np.full(shape, fill, dtype=dtype)
+            arr.flags.writeable = False
+            name = self._full[key] = self.hoist(arr, "full")
         return name
 
     def subfunction(self, jaxpr, consts=(), name="body"):
@@ -122,9 +136,16 @@ class Generator:
         scalar, which NumPy's weak-scalar rule gives that same dtype."""
         if type(v) is Literal:
             value = np.asarray(v.val, dtype=v.aval.dtype)
-            if scalar_ok and value.dtype.kind in "biuf" and np.isfinite(value):
-                return repr(value.item())
-            return self.hoist(value, "l")
+            if not scalar_ok:
+                return self.hoist(value, "l")
+            # beside an array of its dtype: one global per value, a 0-d array of that dtype
+            # (NumPy computes exactly as with the Python number, which NEP 50 converts to
+            # that dtype, but ufuncs take a 0-d array about 0.3 us faster per call)
+            key = (value.tobytes(), value.dtype)
+            name = self._scalars.get(key)
+            if name is None:
+                name = self._scalars[key] = self.hoist(value, "s")
+            return name
         line = self.pending.pop(v, None) if flush else None
         if line is not None:  # a broadcast, emitted at its first full-size read
             self.lines.append(line)
@@ -144,7 +165,7 @@ class Generator:
             if type(v) is Var and v in self.expand_of and any(
                     f for j, f in enumerate(full) if j != i):
                 src, expanded = self.expand_of[v]
-                out[i] = f"np.reshape({self.src(src, False)}, {expanded})"
+                out[i] = f"{self.src(src, False)}.reshape({expanded})"
         return out
 
     def scalar_arg(self, v, default):
@@ -305,6 +326,10 @@ class Generator:
         head = "".join(t + "\n" for t in self.sub_texts)
         head += "".join(b + "\n" for b in self.blocks)
         head += f"def {self.name}({', '.join(self.params)}):"
+        if self._scalars:  # what the 0-d literal globals hold, for the reader
+            head += "\n    # " + ", ".join(
+                f"{name} = {self.ns[name].item()!r} ({self.ns[name].dtype})"
+                for name in self._scalars.values())
         inner = "\n".join("        " + line for line in body)
         enter, leave = "", ""
         if self.options.profile:  # the function as a whole, and its arguments' buffers

@@ -19,7 +19,7 @@ import numpy as np
 from mytorch.backends.numpy.elementwise import NUMPY_FNS
 from mytorch.backends.planner import fresh, view
 from mytorch.core.ad_util import add_any_p
-from mytorch.core.jaxpr import Var
+from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax import elementwise as ew
 from mytorch.lax import reductions as red
 from mytorch.lax import structural as st
@@ -56,9 +56,33 @@ def _ufunc_call(g, eqn, args, ufunc_name):
     """`np_<ufunc>(*args[, out=...])`: the ufunc is a global of the generated code (a
     module attribute lookup less per call)."""
     args = g.ufunc_args(eqn, args)
+    if ufunc_name in _FULL_SCALARS:
+        args = _full_literals(g, eqn, args)
     out = g.out_buffer(eqn, in_place=True)
     fn = g.ufunc(ufunc_name)
     return fresh(f"{fn}({', '.join(args)}{f', out={out}' if out else ''})")
+
+
+# NumPy's maximum and minimum loops are vectorised for two arrays but not for an array and
+# a scalar (3x slower on float32, at every size measured): a literal operand is read from a
+# constant array of the result's shape instead, up to this many elements
+_FULL_SCALARS = frozenset({"maximum", "minimum", "fmax", "fmin"})
+_MAX_FULL = 1 << 20
+
+
+def _full_literals(g, eqn, args):
+    """`args` with each scalar literal operand replaced by a read-only constant array of the
+    result's shape holding it (the same values, so the same results), where the result is
+    an array of at most `_MAX_FULL` elements written by the main function (not a fused
+    block, whose operands are block-sized)."""
+    aval = eqn.outvars[0].aval
+    if g.must_write_out or not aval.shape or math.prod(aval.shape) > _MAX_FULL:
+        return args
+    out = list(args)
+    for i, v in enumerate(eqn.invars):
+        if type(v) is Literal and not v.aval.shape and v.aval.dtype == aval.dtype:
+            out[i] = g.full_constant(v.val, aval.shape, aval.dtype)
+    return out
 
 
 def _ufunc_emitter(ufunc_name, floats_only=False, inexact_only=False):
@@ -180,7 +204,7 @@ def _select_runtime(which, c0, c1, out=None):
 def _clamp(g, eqn, args):
     if not _native(eqn) or not eqn.outvars[0].aval.shape:
         return None
-    lo, x, hi = args
+    lo, x, hi = _full_literals(g, eqn, args)
     out = g.out_buffer(eqn, in_place=True, only=(1,))  # lo and hi are read after x
     extra = f", out={out}" if out else ""
     return fresh(f"np.minimum(np.maximum({x}, {lo}{extra}), {hi}{extra})")
@@ -209,21 +233,29 @@ def _stop_gradient(g, eqn, args):
 
 
 # ---- structural: views where NumPy gives them ---------------------------------------------
+# (as ndarray methods: `x.reshape(s)` costs 0.15 us a call, `np.reshape(x, s)` 0.75 us; every
+# value of the generated code is an ndarray or a NumPy scalar, which have the same methods)
+def _transposed(x, perm):
+    perm = tuple(perm)
+    return f"{x}.T" if perm == (1, 0) else f"{x}.transpose({perm})"
+
+
+
 @emitter(st.reshape_p)
 def _reshape(g, eqn, args):
     if eqn.params["dimensions"] is not None:
         return None
-    return view(f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})")
+    return view(f"{args[0]}.reshape({eqn.outvars[0].aval.shape})")
 
 
 @emitter(st.squeeze_p)
 def _squeeze(g, eqn, args):
-    return view(f"np.reshape({args[0]}, {eqn.outvars[0].aval.shape})")
+    return view(f"{args[0]}.reshape({eqn.outvars[0].aval.shape})")
 
 
 @emitter(st.transpose_p)
 def _transpose(g, eqn, args):
-    return view(f"np.transpose({args[0]}, {eqn.params['permutation']})")
+    return view(_transposed(args[0], eqn.params["permutation"]))
 
 
 @emitter(st.broadcast_in_dim_p)
@@ -234,11 +266,32 @@ def _broadcast_in_dim(g, eqn, args):
     for i, d in enumerate(dims):
         expanded[d] = in_shape[i]
     x = args[0]
-    if tuple(expanded) != in_shape:
-        x = f"np.reshape({x}, {tuple(expanded)})"
     # where the source's axes keep their order, consumers may read it viewed as `expanded`
     lazy = expanded if list(dims) == sorted(dims) else None
+    dtype = eqn.invars[0].aval.dtype
+    if lazy is not None and dtype in _NATIVE and 0 not in shape:
+        strides = [0] * len(shape)  # of a C-contiguous source viewed as `expanded`
+        step = dtype.itemsize
+        for i in reversed(range(len(shape))):
+            if expanded[i] != 1:
+                strides[i] = step
+                step *= expanded[i]
+        return view(f"_broadcast({x}, {tuple(shape)}, {tuple(expanded)}, {tuple(strides)}, "
+                    f"{in_shape})", expanded=lazy)
+    if tuple(expanded) != in_shape:
+        x = f"{x}.reshape({tuple(expanded)})"
     return view(f"np.broadcast_to({x}, {tuple(shape)})", expanded=lazy)
+
+
+def _broadcast_runtime(x, shape, expanded, strides, in_shape):
+    """np.broadcast_to(x.reshape(expanded), shape), a read-only view, made directly from
+    the strides of a C-contiguous `x` of `in_shape` (np.broadcast_to costs 3 us a call in
+    Python; this 0.8 us); any other `x` takes np.broadcast_to."""
+    if type(x) is np.ndarray and x.shape == in_shape and x.flags.c_contiguous:
+        out = np.ndarray(shape, x.dtype, x, 0, strides)
+        out.flags.writeable = False
+        return out
+    return np.broadcast_to(np.reshape(x, expanded), shape)
 
 
 @emitter(st.slice_p)
@@ -335,21 +388,40 @@ def _dot_general(g, eqn, args):
     if k == 1 and (lb or m == 1 or n == 1):  # an outer product: one broadcasting multiply
         bshape = tuple(lhs[i] for i in lb)
         lshape, rshape = tuple(lhs[i] for i in lfree), tuple(rhs[i] for i in rfree)
-        a = _arrange(args[0], lhs, (*lb, *lfree, *lc), bshape + lshape + (1,) * len(rshape))
-        b = _arrange(args[1], rhs, (*rb, *rc, *rfree), bshape + (1,) * len(lshape) + rshape)
-        return fresh(f"np.multiply({a}, {b})")
+        shapes = (bshape + lshape + (1,) * len(rshape), bshape + (1,) * len(lshape) + rshape)
+        a = _arrange(args[0], lhs, (*lb, *lfree, *lc), shapes[0])
+        b = _arrange(args[1], rhs, (*rb, *rc, *rfree), shapes[1])
+        out = g.out_buffer(eqn, in_place=False)
+        full = [s == tuple(out_shape) for s in shapes]
+        if full[0] != full[1] and math.prod(out_shape) >= _FILL_MIN:
+            small, big = (b, a) if full[0] else (a, b)
+            return fresh(f"_fill_mul({small}, {big}, {full[1]}, {out})")
+        return fresh(f"np.multiply({a}, {b}" + (f", out={out})" if out else ")"))
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, in_place=False)
         return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
-    return fresh(f"np.reshape(np.matmul({a}, {b}), {tuple(out_shape)})")
+    return fresh(f"np.matmul({a}, {b}).reshape({tuple(out_shape)})")
+
+
+_FILL_MIN = 1024
+
+
+def _fill_mul_runtime(small, big, small_first, out=None):
+    """small * big (in that order when `small_first`), `small` broadcasting against `big`
+    (the result's shape): NumPy's multiply loop over a broadcast operand is about twice as
+    slow as filling a buffer with the broadcast (a copy) and multiplying two arrays of one
+    shape in place, so this does the latter. The same products, so the same results."""
+    t = np.empty(big.shape, big.dtype) if out is None else out
+    np.copyto(t, small)
+    return np.multiply(t, big, out=t) if small_first else np.multiply(big, t, out=t)
 
 
 def _arrange(x, shape, perm, target):
     """Source viewing `x` (of `shape`) as `target` after permuting its axes by `perm`."""
     if tuple(perm) != tuple(range(len(shape))):
-        x = f"np.transpose({x}, {tuple(perm)})"
+        x = _transposed(x, perm)
     if tuple(shape[i] for i in perm) != tuple(target):
-        x = f"np.reshape({x}, {tuple(target)})"
+        x = f"{x}.reshape({tuple(target)})"
     return x
 
 
@@ -372,3 +444,5 @@ def fusable(eqn):
 
 
 RUNTIME["_select"] = _select_runtime
+RUNTIME["_fill_mul"] = _fill_mul_runtime
+RUNTIME["_broadcast"] = _broadcast_runtime
