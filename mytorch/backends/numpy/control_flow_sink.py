@@ -1,16 +1,19 @@
-"""Accumulators sunk out of a loop body: `acc + dot(a_t, b_t)` and `acc + sum(b_t)` summed
-after the loop in one call instead of one matrix product (or reduction) per step.
+"""Work moved out of a scan body: accumulators summed after the loop, products of xs with
+consts computed before it, each in one call instead of one per step.
 
 A scan's transposed body accumulates the gradient of each weight it closes over, one
 product per step: `dw = dw + x_t^T @ dz_t`. When the accumulator's carry is read by that
-add alone, and the add's result by nothing but the carry's output, the carry is dropped from
-the loop: the body writes the step's operands (`dz_t`; an operand that is a step slice of
-the xs is read from the xs themselves) into stacked ys, and after the loop
+add alone, and the add's result by nothing but the carry's output, the carry leaves the
+loop (`sink_accumulators`): the body writes the step's operands (`dz_t`; an operand that is
+a step slice of the xs is read from the xs themselves) into stacked ys, and after the loop
 
     dw = dw0 + np.tensordot(xs, dz_stack, axes=([0, 1], [0, 1]))     # one GEMM
 
-(`acc + sum(b_t, axes)` becomes one reduction over the stack and the axes). The sum is the
-same up to the order of the additions (rounding).
+(`acc + sum(b_t, axes)` becomes one reduction over the stack and the axes, and `acc + b_t`
+one sum over the steps where b_t is stacked anyway). The forward body's `x_t @ W` (an xs
+times a const) is computed for all steps before the loop (`hoist_products`) and read as
+one more xs. Sums and products are the same up to the order of the additions (rounding);
+only float32/float64 work moves (the half types compute in float32 in their kernels).
 """
 
 import dataclasses
