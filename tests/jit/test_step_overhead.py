@@ -149,3 +149,24 @@ def test_broadcasts_match_numpy_for_every_layout(shape, data, dtype, transposed)
     src = x.T if transposed else x
     np.testing.assert_array_equal(np.asarray(jitted[0]),
                                   np.broadcast_to(src, tuple(extra) + src.shape))
+
+
+# ---- select_n with a +0 operand -----------------------------------------------------------------
+@pytest.mark.parametrize("zero", [0.0, -0.0])
+@pytest.mark.parametrize("side", [0, 1])
+def test_select_with_a_zero_operand_is_bit_exact(zero, side):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((80, 70)).astype(np.float32)  # above np.where's small size
+    x[0, :5] = [np.inf, -np.inf, np.nan, -0.0, 0.0]
+    which = x > 0.1
+    which[0, :5] = True
+
+    def f(p, x):
+        z = lax.broadcast_in_dim(lax.convert_element_type(zero, np.float32), x.shape, ())
+        return lax.select_n(p, *((z, x) if side == 0 else (x, z)))
+
+    p, xm = mnp.asarray(which), mnp.asarray(x)
+    jitted, eager = mt.jit(f)(p, xm), f(p, xm)
+    _same(jitted, eager)
+    expected = np.where(which, *((x, np.float32(zero)) if side == 0 else (np.float32(zero), x)))
+    np.testing.assert_array_equal(np.asarray(jitted).view(np.uint32), expected.view(np.uint32))

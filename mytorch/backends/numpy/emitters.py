@@ -187,6 +187,13 @@ def _select_runtime(which, c0, c1, out=None):
         np.multiply(which, np.bitwise_xor(c1.view(bits), b), out=t)
         np.bitwise_xor(t, b, out=t)
         return t.view(c1.dtype)
+    if not c0.ndim and c1.shape == which.shape and not b.any():
+        # c0 is +0 (all bits clear): c1's bits where `which`, else 0, in one pass
+        t = np.multiply(c1.view(bits), which, out=None if out is None else out.view(bits))
+        return t.view(c1.dtype)
+    if not c1.ndim and c0.shape == which.shape and not c1.view(bits).any():
+        t = np.multiply(b, np.logical_not(which), out=None if out is None else out.view(bits))
+        return t.view(c1.dtype)
     if out is not None:  # `out` is written first: keep what is read after it
         if np.may_share_memory(out, c0):
             b = b.copy()
