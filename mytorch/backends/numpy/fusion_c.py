@@ -1,0 +1,168 @@
+"""The compiled form of a fused elementwise run (fusion.py): C++ of one loop computing the
+run element by element in registers, registered with native.py to be built into a NumPy
+ufunc when the generated function first runs.
+
+Each equation's C is the GPU backend's expression of it (backends/cupy/expressions.py,
+written to the NumPy kernels' semantics). The loop has NumPy's ufunc inner-loop signature,
+with a vectorised path (every array contiguous in the inner dimension) and a strided one.
+"""
+
+import numpy as np
+
+from mytorch.backends.numpy import native
+from mytorch.backends.numpy.emitters import _native as native_dtypes
+from mytorch.core.ad_util import add_any_p
+from mytorch.core.jaxpr import Literal, Var
+from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
+
+_C_OK = {}  # (primitive, dtypes, params) -> whether compiled loops can compute it
+# digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
+# glibc's) move float64 results by up to ~100 ulp: left to the NumPy kernels, as is lgamma
+# (glibc's scalar function either way, nothing to vectorise). Complex values are left to
+# NumPy too: its complex128 division loop rounds differently from Smith's algorithm in the
+# last bits
+_NOT_COMPILED = frozenset((digamma_p, lgamma_p))
+
+
+def has_c(eqn):
+    """Whether a compiled loop can compute `eqn`: an elementwise primitive (or add_any)
+    with a C expression for its dtypes, all of them real dtypes NumPy computes natively
+    (float16 and bfloat16 are computed in float32 by the emitters), integer powers only as
+    NumPy's square and cube."""
+    prim = eqn.primitive
+    if prim is not add_any_p and prim.kind != "elementwise" or prim.effectful \
+            or prim in _NOT_COMPILED:
+        return False
+    dts = tuple(v.aval.dtype for v in (*eqn.invars, *eqn.outvars))
+    key = (prim, dts, tuple(sorted(eqn.params.items())))
+    try:
+        ok = _C_OK.get(key)
+    except TypeError:  # an unhashable parameter
+        key, ok = None, None
+    if ok is None:
+        ok = (native_dtypes(eqn) and not any(d.kind == "c" for d in dts)
+              and (prim is not integer_pow_p or eqn.params["y"] in (2, 3)))
+        if ok:
+            try:
+                c_template(eqn)
+            except TypeError:
+                ok = False
+        if key is not None:
+            _C_OK[key] = ok
+    return ok
+
+
+def c_template(eqn):
+    """The C expression template of an elementwise equation (TypeError where none)."""
+    from mytorch.backends.cupy.codegen_emit import elementwise_template
+    return elementwise_template(eqn)
+
+
+def compiled_loop(gen, members, inputs, scalars, escaping):
+    """(the generated code's global name of the compiled ufunc computing the run, its
+    operands: full-size arrays then 0-d values), or (None, None) where compiled loops are
+    unavailable or an operation has no C expression. Inputs that broadcast a 0-d value are
+    read as that value. The loops of one generated function are built together when it
+    first runs (`native.Group`)."""
+    if not escaping or not native.available():
+        return None, None
+    subst = {v: gen.scalar_of[v] for v in inputs if v in gen.scalar_of}
+    arrays = [v for v in inputs if v not in subst]
+    zero_d = list(scalars)
+    for src in subst.values():
+        if type(src) is Var and src not in zero_d:
+            zero_d.append(src)
+    if len(arrays) + len(zero_d) + len(escaping) > native.MAX_ARGS:
+        return None, None
+    try:
+        body = _loop_source(members, arrays, zero_d, escaping, subst)
+    except TypeError:  # an operation or dtype without a C expression: ufunc blocks
+        return None, None
+    group = gen.__dict__.get("native_group")
+    if group is None:
+        group = gen.native_group = native.Group(gen.ns)
+    types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping)]
+    doc = " ".join(e.primitive.name for e in members)
+    name = gen.hoist(None, "nat")
+    gen.blocks.append(f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
+                      + "".join(f"#   {line}\n" for line in body.splitlines()))
+    fallback = _eager_run(gen.backend, members, arrays, zero_d, escaping, subst)
+    gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d), len(escaping),
+                             doc, fallback)
+    return name, arrays + zero_d
+
+
+def _eager_run(backend, members, inputs, scalars, escaping, subst):
+    """fn(*operands, out=outputs) computing the run with the backend's eager kernels, one
+    equation at a time: what runs if the compiled loops cannot be built."""
+    def value(env, v):
+        v = subst.get(v, v)
+        return np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
+
+    def run(*operands, out):
+        env = dict(zip((*inputs, *scalars), operands, strict=True))
+        for e in members:
+            args = [value(env, v) for v in e.invars]
+            res = backend.kernel(e.primitive)(*args, **e.params)
+            env[e.outvars[0]] = res[0] if isinstance(res, (list, tuple)) else res
+        for v, buf in zip(escaping, out, strict=True):
+            np.copyto(buf, env[v])
+        return out
+
+    return run
+
+
+def _loop_source(members, inputs, scalars, escaping, subst):
+    """C++ of the run's ufunc inner loop `mt_loop`: the run's equations on element i of each
+    input, in registers, stored to the outputs; a vectorised loop where every array is
+    contiguous, a strided one otherwise (raises TypeError where an operation has no C
+    expression)."""
+    from mytorch.backends.cupy import expressions as cx
+    from mytorch.backends.cupy.codegen_emit import literal
+
+    head, fast, slow, body, names = [], [], [], [], {}
+    arrays = [*inputs, *(None for _ in scalars), *escaping]
+    for k, v in enumerate(inputs):
+        t = cx.ctype(v.aval.dtype)
+        fast.append(f"    const {t} *in{k} = (const {t} *)args[{k}];")
+        names[v] = f"x{k}"
+    for k, v in enumerate(scalars):
+        t = cx.ctype(v.aval.dtype)
+        head.append(f"  const {t} z{k} = *(const {t} *)args[{len(inputs) + k}];")
+        names[v] = f"z{k}"
+    first_out = len(inputs) + len(scalars)
+    for k, v in enumerate(escaping):
+        t = cx.ctype(v.aval.dtype)
+        fast.append(f"    {t} *out{k} = ({t} *)args[{first_out + k}];")
+    for v, src in subst.items():  # broadcasts of 0-d values
+        names[v] = literal(src.val, src.aval.dtype) if type(src) is Literal else names[src]
+    for k, e in enumerate(members):
+        out = e.outvars[0]
+        ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
+               for v in e.invars]
+        y = e.params.get("y") if e.primitive is integer_pow_p else None
+        if y in (2, 3) and out.aval.dtype.kind == "f":  # NumPy's square (and square * x)
+            expr = f"({ops[0]} * {ops[0]})" + (f" * {ops[0]}" if y == 3 else "")
+        else:
+            expr = c_template(e).format(*ops)
+        body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
+        names[out] = f"t{k}"
+    contiguous = " && ".join(f"steps[{k}] == sizeof({cx.ctype(v.aval.dtype)})"
+                             for k, v in enumerate(arrays) if v is not None)
+    loads_fast = [f"const {cx.ctype(v.aval.dtype)} x{k} = in{k}[i];"
+                  for k, v in enumerate(inputs)]
+    loads_slow = [f"const {cx.ctype(v.aval.dtype)} x{k} = *(const {cx.ctype(v.aval.dtype)} *)"
+                  f"(args[{k}] + i * steps[{k}]);" for k, v in enumerate(inputs)]
+    stores_fast = [f"out{k}[i] = {names[v]};" for k, v in enumerate(escaping)]
+    stores_slow = [f"*({cx.ctype(v.aval.dtype)} *)(args[{first_out + k}] + i * "
+                   f"steps[{first_out + k}]) = {names[v]};" for k, v in enumerate(escaping)]
+    indent = "\n      "
+    slow = loads_slow + body + stores_slow
+    return ("static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps, "
+            "void *data) {\n  const npy_intp n = dims[0];\n  if (n <= 0) return;\n"
+            + "".join(line + "\n" for line in head)
+            + f"  if ({contiguous}) {{\n" + "".join(line + "\n" for line in fast)
+            + "    #pragma omp simd\n    for (npy_intp i = 0; i < n; i++) {"
+            + indent + indent.join(loads_fast + body + stores_fast) + "\n    }\n"
+            + "  } else {\n    for (npy_intp i = 0; i < n; i++) {"
+            + indent + indent.join(slow) + "\n    }\n  }\n}\n")
