@@ -417,3 +417,34 @@ def test_complex_and_half_runs_stay_numpy(dt):
     assert "_nat" not in mt.jit(f).lower(x).compile().as_text()
     np.testing.assert_allclose(np.asarray(mt.jit(f)(x)), np.asarray(f(mnp.asarray(x))),
                                rtol=1e-6 if np.dtype(dt).kind == "c" else 1e-3)
+
+
+def test_first_calls_from_threads_build_once():
+    """Replicas (pmap's threads) may make the first call of a function together: its loops
+    are built once and every thread gets the right values."""
+    import threading
+
+    mt.clear_caches()
+    x = np.linspace(-2, 2, N, dtype=np.float32)
+
+    def f(x):
+        return mnp.exp(-x * x) * 3.0 - x
+
+    jf = mt.jit(f)
+    want = np.asarray(f(mnp.asarray(x)))
+    results, errors = [], []
+
+    def call():
+        try:
+            results.append(np.asarray(jf(x)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
+    for r in results:
+        _assert_matches("exp", r, want)
