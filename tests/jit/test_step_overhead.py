@@ -170,3 +170,20 @@ def test_select_with_a_zero_operand_is_bit_exact(zero, side):
     _same(jitted, eager)
     expected = np.where(which, *((x, np.float32(zero)) if side == 0 else (np.float32(zero), x)))
     np.testing.assert_array_equal(np.asarray(jitted).view(np.uint32), expected.view(np.uint32))
+
+
+# ---- abs of a negation ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_abs_of_a_negation_reads_x_and_keeps_every_bit(dtype):
+    x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, -np.nan, 1e-45], dtype)
+    f = lambda x: (mnp.abs(0.0 - x), mnp.abs(-x), mnp.abs(-0.0 - x) * 2.0,
+                   mnp.logaddexp(0.0, x))
+    with mt.config.override(enable_x64=True):
+        xm = mnp.asarray(x)
+        text = mt.jit(lambda x: mnp.abs(0.0 - x)).lower(xm).as_text()
+        assert "np_subtract" not in text and "np_absolute(a0" in text
+        jitted, eager = mt.jit(f)(xm), f(xm)
+        for a, b in zip(jitted, eager, strict=True):
+            _same(a, b)
+        np.testing.assert_array_equal(np.asarray(jitted[0]).view(f"u{x.itemsize}"),
+                                      np.abs(x).view(f"u{x.itemsize}"))

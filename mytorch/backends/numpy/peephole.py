@@ -5,13 +5,14 @@
 - `transpose(dot_general(a, b))` that swaps the two free-dimension groups becomes
   `dot_general(b, a)`: the product comes out contiguous instead of as a transposed view
   that later elementwise code would stream through in the wrong order.
+- `abs(0 - x)` and `abs(-x)` read x directly (logaddexp's |x1 - x2| with a literal x1).
 
-Both keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
+All keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
 """
 
-from mytorch.core.jaxpr import Jaxpr, Var
+from mytorch.core.jaxpr import Jaxpr, Literal, Var
 from mytorch.lax.dot import dot_general_p
-from mytorch.lax.elementwise import clamp_p, select_n_p
+from mytorch.lax.elementwise import abs_p, clamp_p, neg_p, select_n_p, sub_p
 from mytorch.lax.structural import broadcast_in_dim_p, transpose_p
 from mytorch.transforms.dce import dce_jaxpr
 
@@ -33,6 +34,7 @@ def prepare(jaxpr):
     eqns, changed = [], False
     for eqn in jaxpr.eqns:
         new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
+        new = _abs_of_negation(new, producer, uses)
         changed |= new is not eqn
         eqns.append(new)
     if not changed:
@@ -72,6 +74,27 @@ def _scalar_operands(eqn, producer):
     if invars == eqn.invars:
         return eqn
     return eqn.replace(invars=invars)
+
+
+def _abs_of_negation(eqn, producer, uses):
+    """abs(0 - x) and abs(-x) are abs(x), for every real float x (signed zeros and NaNs
+    included: abs clears the sign either way); the negation, read nowhere else, goes."""
+    if eqn.primitive is not abs_p or type(eqn.invars[0]) is not Var:
+        return eqn
+    src = eqn.invars[0]
+    inner = producer.get(src)
+    if inner is None or uses.get(src) != 1 or src.aval.dtype.kind != "f":
+        return eqn
+    if inner.primitive is neg_p:
+        x = inner.invars[0]
+    elif inner.primitive is sub_p and type(inner.invars[0]) is Literal and \
+            not inner.invars[0].aval.shape and inner.invars[0].val == 0:
+        x = inner.invars[1]
+    else:
+        return eqn
+    if x.aval.shape != src.aval.shape or x.aval.dtype != src.aval.dtype:
+        return eqn
+    return eqn.replace(invars=[x])
 
 
 def _dot_of_transpose(eqn, producer, uses):
