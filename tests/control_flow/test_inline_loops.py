@@ -380,3 +380,22 @@ def test_plain_sum_of_xs_is_one_reduction(steps, seed):
     assert "np.add.reduce(_xs" in g.lower(a, mnp.asarray(xs)).as_text()
     np.testing.assert_allclose(np.asarray(g(a, mnp.asarray(xs))), 1 + xs.sum(0), rtol=1e-6,
                                atol=1e-6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_results_written_into_the_stacks_leave_the_carry_its_own(reverse):
+    """A step's result that is both a carry and a y is computed straight into the stacked
+    ys; the final carry is still a buffer of its own, with the last step's value."""
+    xs = np.linspace(-1, 1, 10, dtype=np.float32).reshape(5, 2)
+    f = mt.jit(lambda c, xs: lax.scan(lambda c, x: (mnp.tanh(c + x),) * 2, c, xs,
+                                      reverse=reverse))
+    c, ys = f(mnp.asarray(np.zeros(2, np.float32)), mnp.asarray(xs))
+    assert "out=_ys_" in f.lower(mnp.zeros(2), mnp.asarray(xs)).as_text()
+    c, ys = np.asarray(c), np.asarray(ys)
+    assert not np.shares_memory(c, ys)
+    np.testing.assert_array_equal(c, ys[0] if reverse else ys[-1])
+    want, h = [None] * 5, np.zeros(2, np.float32)
+    for t in (range(4, -1, -1) if reverse else range(5)):
+        h = np.tanh(h + xs[t])
+        want[t] = h
+    np.testing.assert_allclose(ys, np.stack(want), rtol=1e-6, atol=1e-7)

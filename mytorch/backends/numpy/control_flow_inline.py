@@ -7,7 +7,7 @@ one generated function:
 
     def f_scan_body(a0, a1, a2, _ci_0, _xs_1):      # consts, initial carry, stacked xs
         _lp_owners = _buffer_owners((a0, a1, a2, _ci_0, _xs_1, ))
-        _hv_2 = np.reshape(a2, (1, 32))              # a view of a const: once per loop
+        _hv_2 = a2.reshape((1, 32))                  # a view of a const: once per loop
         a3, = _ci_0,
         _ys_3 = np.empty((1000, 8, 32, ), _dt_4)
         for _lp_i in range(1000):
@@ -16,14 +16,15 @@ one generated function:
             v6 = np.matmul(a3, a1)
             v7 = np_add(v5, v6, out=v5)
             v9 = np_add(v7, _hv_2, out=v7)
-            v10 = np_tanh(v9, out=v9)
-            _ys_3[_lp_i] = v10                          # stacked ys written by index
+            v10 = np_tanh(v9, out=_ys_3[_lp_i])      # a y computed into its stack
             a3, = v10,
-        return [*_unaliased([a3], _lp_owners), _ys_3]
+        return [*_unaliased([np.array(a3)], _lp_owners), _ys_3]
 
 so a step costs its NumPy calls and nothing else: no function call, no argument list, no
 floating-point-state switch (the caller set it), no per-step allocation but the body's own.
-The loop's carries are the body's parameters, assigned at the end of each step.
+The loop's carries are the body's parameters, assigned at the end of each step; a y that a
+ufunc or matmul computes is written straight into its step's slice of the stack
+(control_flow_loops.py), others are copied there.
 Views the body takes of loop-invariant operands (`np.reshape`/`np.transpose` of a const)
 are taken once before the loop, and transposes of a step's slice of stacked xs are taken
 once of the whole stack (`LoopSource.hoist_views`).

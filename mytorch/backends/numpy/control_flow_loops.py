@@ -1,12 +1,14 @@
 """The inlined loops of the NumPy code generator (see control_flow_inline.py): one generated
 function per `scan` over stacked xs, `scan` over a tape's rows, `while` and `while_tape`.
 
-A while loop's tape (`while_tape`, not vectorised) keeps its rows in arrays with a leading
-step axis, preallocated and doubled when full, written by index (a copy per row, so no
-aliasing check per step); the tape-sourced scan that reads them back slices those arrays
-by step. With `checkpoint_every=k` the forward loop keeps a copy of the carry every k
-steps and a second generated function replays k steps of the body from it, writing that
-segment's rows the same way.
+Stacked outputs (a scan's ys, a tape's rows) live in arrays with a leading step axis; a step
+computes each of them straight into its slice where a ufunc or matmul produces it
+(`out=_ys_3[_lp_i]`, `_write_into`), else copies it there. A while loop's tape (not
+vectorised) keeps its rows that way, preallocated for 16 steps and doubled when full, so
+no aliasing check runs per step; the tape-sourced scan that reads them back slices those
+arrays by step. With `checkpoint_every=k` the forward loop computes the carries alone and
+keeps a copy of the carry every k steps, and a second generated function replays k steps
+from it, computing the rows and only the carries they need.
 """
 
 import functools
@@ -58,15 +60,54 @@ def _stack_buffers(src, avals, length):
     return names
 
 
-def _step(src, body, sliced, index):
-    """Emit the body's lines for one step, xs read as slices `stack[index]` of `sliced`
-    (body param -> stack name) where the lines still read them."""
-    _, per_step, lines = body.hoisted
+# a line computing a result by a ufunc or matmul: `v7 = np_tanh(v6, out=v6)`
+_DEF = re.compile(r"^(?P<name>v\d+) = (?P<call>np_\w+|np\.matmul)\((?P<args>.*?)"
+                  r"(?:, out=\w+)?\)$")
+
+
+def _write_into(lines, writes):
+    """`lines` with the results that `writes` ((expression, aval, target) for each
+    stacked output: `target` a step's slice such as `_ys_3[_lp_i]`) are computed by a ufunc
+    or matmul written there directly (`out=target`) instead of copied after. Returns (the
+    lines, the (target, expression) copies still needed, the names now views of a stack)."""
+    where = {}
+    for k, text in enumerate(lines):
+        m = _DEF.match(text)
+        if m is not None:
+            where[m["name"]] = k, m
+    lines, copies, moved = list(lines), [], set()
+    for out, aval, target in writes:
+        hit = where.get(out) if aval.shape and out not in moved else None
+        if hit is None:
+            copies.append((target, out))
+            continue
+        k, m = hit
+        lines[k] = f"{m['name']} = {m['call']}({m['args']}, out={target})"
+        moved.add(out)
+    return lines, copies, moved
+
+
+def _step(src, body, sliced, index, writes=(), lines=None):
+    """Emit the body's lines for one step (`lines`, else those `_prepare` left), xs read as
+    slices `stack[index]` of `sliced` (body param -> stack name) where the lines still read
+    them, and the stacked outputs `writes` ((expression, aval, target), see `_write_into`)
+    stored. Returns the names of results that are views of a stack (a carry among them is
+    copied when the loop ends: the stack is returned too)."""
+    _, per_step, lines = body.hoisted if lines is None else (None, (), lines)
+    lines, copies, moved = _write_into(lines, writes)
     for x, s in sliced.items():
-        if _reads(lines + per_step + body.outs, x):
+        if _reads(lines + list(per_step) + body.outs, x):
             src.line(f"{x} = {s}[{index}]")
     src.paste(per_step)
     src.paste(lines)
+    for target, out in copies:
+        src.line(f"{target} = {out}")
+    return moved
+
+
+def _owned(carry, outs, moved):
+    """`carry` names, those whose last value may be a view of a stack (`moved`) copied."""
+    return [f"np.array({c})" if o in moved else c for c, o in zip(carry, outs, strict=True)]
 
 
 def _prepare(src, body, invariant, sliced, index):
@@ -123,14 +164,14 @@ def scan_loop(g, p):
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], length)
     order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
     src.indent(f"for _lp_i in {order}:")
-    _step(src, body, sliced, "_lp_i")
-    for y, out in zip(ys, body.outs[ncar:], strict=True):
-        src.line(f"{y}[_lp_i] = {out}")
+    avals = [v.aval for v in body.jaxpr.outvars[ncar:]]
+    moved = _step(src, body, sliced, "_lp_i", [
+        (out, a, f"{y}[_lp_i]") for y, out, a in zip(ys, body.outs[ncar:], avals, strict=True)])
     src.assign(carry, body.outs[:ncar])
     src.dedent()
     n_ys = len(p["jaxpr"].outvars) - p["num_carry"]
     terms = _sunk_terms(sunk, stacks, ys[n_ys:])
-    it = iter(carry)
+    it = iter(_owned(carry, body.outs[:ncar], moved))
     finals = [next(it) if k else f"np.add({init[j]}, {terms[j]})" for j, k in enumerate(kept)]
     finals = _finals(finals, [v.aval for v in p["jaxpr"].outvars[:len(kept)]])
     src.line(f"return [*_unaliased([{finals}], _lp_owners), {', '.join(ys[:n_ys])}]")
@@ -163,15 +204,15 @@ def tape_scan_loop(g, p):
     src.paste(body.hoisted[0])
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], "_lp_n")
     src.indent(f"for _lp_i in {'range(_lp_n - 1, -1, -1)' if p['reverse'] else 'range(_lp_n)'}:")
-    _step(src, body, sliced, "_lp_i")
-    for y, out in zip(ys, body.outs[ncar:], strict=True):
-        src.line(f"{y}[_lp_i] = {out}")
+    avals = [v.aval for v in body.jaxpr.outvars[ncar:]]
+    moved = _step(src, body, sliced, "_lp_i", [
+        (out, a, f"{y}[_lp_i]") for y, out, a in zip(ys, body.outs[ncar:], avals, strict=True)])
     src.assign(carry, body.outs[:ncar])
     src.dedent()
     for k, term in _sunk_terms(sunk, stacks, ys).items():
         src.line(f"{acc[k]} = np.add({acc[k]}, {term})")
     src.dedent()
-    it = iter(carry)
+    it = iter(_owned(carry, body.outs[:ncar], moved))
     finals = [next(it) if k else acc[j] for j, k in enumerate(kept)]
     finals = _finals(finals, [v.aval for v in p["jaxpr"].outvars[:len(kept)]])
     src.line(f"return _unaliased([{finals}], _lp_owners)")
@@ -261,9 +302,8 @@ def while_tape_loop(g, p):
         src.assign(carry, [f"_lp_start[{j}]" for j, k in enumerate(kept) if k])
         src.assign(rows, _stack_buffers(src, row_avals, "_lp_steps"))
         src.indent("for _lp_i in range(_lp_steps):")
-        src.paste(rb.hoisted[2])
-        for r, out in zip(rows, rb.outs[len(carry):], strict=True):
-            src.line(f"{r}[_lp_i] = {out}")
+        _step(src, rb, {}, None, [(out, a, f"{r}[_lp_i]") for r, out, a in zip(
+            rows, rb.outs[len(carry):], row_avals, strict=True)])
         src.assign(carry, rb.outs[:len(carry)])
         src.dedent()
         src.line(f"return [{', '.join(rows)}]")
@@ -292,14 +332,16 @@ def while_tape_loop(g, p):
         src.indent(f"if _lp_n % {every} == 0:")
         src.line(f"_lp_snapshots.append([{', '.join(f'np.array({c})' for c in carry)}])")
         src.dedent()
-    src.paste(run.hoisted[2])
+    moved = set()
     if every is None:
         src.indent("if _lp_n == _lp_cap:")
         src.assign(rows, [f"_grow({r}, _lp_n)" for r in rows])
         src.line("_lp_cap *= 2")
         src.dedent()
-        for r, out in zip(rows, run.outs[ncar:], strict=True):
-            src.line(f"{r}[_lp_n] = {out}")
+        moved = _step(src, run, {}, None, [(out, a, f"{r}[_lp_n]") for r, out, a in zip(
+            rows, run.outs[ncar:], row_avals, strict=True)])
+    else:
+        src.paste(run.hoisted[2])
     src.line("_lp_n += 1")
     src.assign(carry, run.outs[:ncar])
     src.dedent()
@@ -308,6 +350,7 @@ def while_tape_loop(g, p):
     else:  # the body consts are read again by every replay: copied
         tape = (f"_Tape.stacked(None, _lp_n, {every}, _lp_snapshots, _partial({replay}, "
                 f"[{', '.join(f'np.array({b})' for b in bconsts)}]))")
-    finals = _finals(carry, [v.aval for v in run.jaxpr.outvars[:ncar]])
+    finals = _finals(_owned(carry, run.outs[:ncar], moved),
+                     [v.aval for v in run.jaxpr.outvars[:ncar]])
     src.line(f"return [*_unaliased([{finals}], _lp_owners), _box({tape})]")
     return src.compile(main, "while_tape")
