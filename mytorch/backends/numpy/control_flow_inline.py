@@ -92,6 +92,9 @@ class Section(Generator):
         self._start = 0 if primary else next(_sections) * _STRIDE
         options = dataclasses.replace(g.options, donated=(), name=f"{g.name}_{name}")
         super().__init__(prepare(jaxpr), [], options, g.backend)
+        if self._start and any(int(p.lstrip("a")) < self._start for p in self.params):
+            raise AssertionError("loop codegen: the code generator no longer numbers its "
+                                 "names through Generator._ids (see Section)")
         self.invariant = set(self.jaxpr.invars[:invariant])
         _merge(ns, self.ns)  # the loop's globals, shared by its sections from here on
         self.ns = ns
