@@ -177,22 +177,15 @@ def emit_run(gen, eqns, run, pos):
         outs = ", ".join(gen.names[v] for v in escaping)
         lines.append(f"{loop}({', '.join(args)}, out=({outs},))")
         return escaping
-    flat_in, flat_out = [], []
-    for v, src in zip(inputs, in_src, strict=True):
+    def rows(src):  # the array as rows (itself when blocks slice axis 0)
         if by_rows:
-            flat_in.append(src)
-            continue
+            return src
         name = f"_f{gen.next_id()}"
         lines.append(f"{name} = np.reshape({src}, {rows_shape})")
-        flat_in.append(name)
-    for v in escaping:
-        full = gen.names[v]
-        if by_rows:
-            flat_out.append(full)
-            continue
-        name = f"_f{gen.next_id()}"
-        lines.append(f"{name} = np.reshape({full}, {rows_shape})")
-        flat_out.append(name)
+        return name
+
+    flat_in = [rows(src) for src in in_src]
+    flat_out = [rows(gen.names[v]) for v in escaping]
     scratch_names = []
     for dt in scratch:
         name = f"_s{gen.next_id()}"
