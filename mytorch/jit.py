@@ -140,7 +140,7 @@ class _Entry:
     """One traced signature: its jaxpr, output tree and (once run eagerly) executable."""
 
     __slots__ = ("closed", "flat", "out_tree", "signature", "executable", "donated",
-                 "cacheable", "timings")
+                 "cacheable", "timings", "runner")
 
 
 class _Cache:
@@ -276,10 +276,12 @@ class JitFunction:
             listed = list_leaves(args, self._static_nums or self._neg_static)
             if listed is not None:  # the same leaves, in the same order, as `leaves`
                 key = list_key(args, listed)
-        outs = exe.call(leaves)
+        run = entry.runner  # generated: unpack, call, wrap, unflatten (cheaper than exe.call)
+        if run is None:
+            run = entry.runner = exe.make_runner(entry.out_tree)
         if key is not None:
-            self._fast[key] = exe.make_runner(entry.out_tree)
-        return tree_util.tree_unflatten(entry.out_tree, outs)
+            self._fast[key] = run
+        return run(leaves)
 
     def _prepare(self, args, kwargs, abstract=False):
         """Flatten the arguments; find (or trace) the entry for their signature. With
@@ -342,6 +344,7 @@ class JitFunction:
         _warn_unrolled(closed)
         entry = _Entry()
         entry.closed, entry.out_tree, entry.executable = closed, store["tree"], None
+        entry.runner = None
         entry.flat = jaxpr  # consts then arguments as invars: what jit_p carries
         entry.signature, entry.donated = key, donated or (False,) * len(leaves)
         entry.cacheable = not any(isinstance(c, Tracer) for c in consts)

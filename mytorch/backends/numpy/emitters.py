@@ -407,7 +407,9 @@ def _dot_general(g, eqn, args):
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, in_place=False)
         return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
-    return fresh(f"np.matmul({a}, {b}).reshape({tuple(out_shape)})")
+    # (np.reshape, not a method: control-flow emission reads `v = np.matmul(...)` lines
+    # as a product it may redirect with out=, which this reshaped one is not)
+    return fresh(f"np.reshape(np.matmul({a}, {b}), {tuple(out_shape)})")
 
 
 _FILL_MIN = 1024
