@@ -399,3 +399,29 @@ def test_results_written_into_the_stacks_leave_the_carry_its_own(reverse):
         h = np.tanh(h + xs[t])
         want[t] = h
     np.testing.assert_allclose(ys, np.stack(want), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("steps", [0, 3, 20])
+def test_linearized_while_reads_row_products_per_stretch(steps):
+    """jit(linearize) of a while loop: the tangent loop reads the tape, and a row times a
+    const (`h_t @ dW`) is computed for each stretch of rows before its steps."""
+    rng = np.random.default_rng(3)
+    w = mnp.asarray((rng.normal(size=(3, 3)) * 0.5).astype(np.float32))
+    x = mnp.asarray(rng.normal(size=(2, 3)).astype(np.float32))
+
+    def f(w):
+        _, h = lax.while_loop(lambda c: c[0] < steps,
+                              lambda c: (c[0] + 1, mnp.tanh(c[1] @ w) + x), (0, x))
+        return mnp.sum(h * h)
+
+    def apply(w, dw):
+        return mt.linearize(f, w)[1](dw)
+
+    assert "np.tensordot(_rows" in mt.jit(apply).lower(w, w).as_text()
+    h, dh = np.asarray(x, np.float64), np.zeros((2, 3))
+    wn = np.asarray(w, np.float64)
+    for _ in range(steps):
+        t = np.tanh(h @ wn)
+        h, dh = t + np.asarray(x), (1 - t * t) * (dh @ wn + h @ wn)
+    np.testing.assert_allclose(float(mt.jit(apply)(w, w)), float((2 * h * dh).sum()),
+                               rtol=1e-4, atol=1e-5)

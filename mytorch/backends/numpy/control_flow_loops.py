@@ -200,7 +200,10 @@ def tape_scan_loop(g, p):
     acc = {s.carry: src.fresh("acc") for s in sunk}
     src.assign(list(acc.values()), [init[k] for k in acc])
     src.indent(f"for _lp_rows, _lp_n in _tape_segments(_lp_tape, {p['reverse']}):")
-    src.assign(stacks, [f"_lp_rows[{j}]" for j in range(len(rows))])
+    n_rows = len(rows) - len(hoisted)
+    src.assign(stacks[:n_rows], [f"_lp_rows[{j}]" for j in range(n_rows)])
+    for stack, h in zip(stacks[n_rows:], hoisted, strict=True):  # per stretch of steps
+        src.line(f"{stack} = {h.expr(stacks[h.xs], consts[h.const])}")
     src.paste(body.hoisted[0])
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], "_lp_n")
     src.indent(f"for _lp_i in {'range(_lp_n - 1, -1, -1)' if p['reverse'] else 'range(_lp_n)'}:")
