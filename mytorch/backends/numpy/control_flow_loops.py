@@ -87,16 +87,16 @@ def _write_into(lines, writes):
     return lines, copies, moved
 
 
-def _step(src, body, sliced, index, writes=(), lines=None):
-    """Emit the body's lines for one step (`lines`, else those `_prepare` left), xs read as
-    slices `stack[index]` of `sliced` (body param -> stack name) where the lines still read
-    them, and the stacked outputs `writes` ((expression, aval, target), see `_write_into`)
+def _step(src, body, sliced, index, writes=()):
+    """Emit the body's lines for one step (as `_prepare` left them), xs read as slices
+    `stack[index]` of `sliced` (body param -> stack name) where the lines still read them,
+    and the stacked outputs `writes` ((expression, aval, target), see `_write_into`)
     stored. Returns the names of results that are views of a stack (a carry among them is
     copied when the loop ends: the stack is returned too)."""
-    _, per_step, lines = body.hoisted if lines is None else (None, (), lines)
+    _, per_step, lines = body.hoisted
     lines, copies, moved = _write_into(lines, writes)
     for x, s in sliced.items():
-        if _reads(lines + list(per_step) + body.outs, x):
+        if _reads(lines + per_step + body.outs, x):
             src.line(f"{x} = {s}[{index}]")
     src.paste(per_step)
     src.paste(lines)
