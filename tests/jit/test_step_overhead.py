@@ -187,3 +187,14 @@ def test_abs_of_a_negation_reads_x_and_keeps_every_bit(dtype):
             _same(a, b)
         np.testing.assert_array_equal(np.asarray(jitted[0]).view(f"u{x.itemsize}"),
                                       np.abs(x).view(f"u{x.itemsize}"))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.uint8, np.bool_])
+def test_a_0d_select_matches_eager(dtype):
+    def f(p, a, b):
+        return lax.select_n(p, a, b), lax.select_n(p, b, 1 if dtype != np.bool_ else True)
+
+    for p in (True, False):
+        args = (mnp.asarray(np.bool_(p)), mnp.asarray(dtype(0)), mnp.asarray(dtype(1)))
+        for a, b in zip(mt.jit(f)(*args), f(*args), strict=True):
+            _same(a, b)

@@ -157,9 +157,10 @@ RUNTIME = {"_logistic": _logistic_runtime}
 @emitter(ew.select_n_p)
 def _select_n(g, eqn, args):
     which = eqn.invars[0].aval
-    if which.dtype != np.bool_ or len(args) != 3 or not eqn.outvars[0].aval.shape \
-            or not _native(eqn):
+    if which.dtype != np.bool_ or len(args) != 3 or not _native(eqn):
         return None
+    if not eqn.outvars[0].aval.shape:  # 0-d (a step counter's overflow guard)
+        return fresh(f"np.where({args[0]}, {args[2]}, {args[1]})")
     c0, c1 = (g.scalar_arg(v, a) for v, a in zip(eqn.invars[1:], args[1:]))
     if math.prod(eqn.outvars[0].aval.shape) < _SMALL_SELECT and not g.must_write_out:
         return fresh(f"np.where({args[0]}, {c1}, {c0})")  # small: np.where costs less
