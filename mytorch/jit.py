@@ -300,8 +300,11 @@ class JitFunction:
             else:
                 dyn_kwargs[k] = kwargs[k]
         leaves, treedef = tree_util.tree_flatten((tuple(dyn_args), dyn_kwargs))
-        leaves = [x if isinstance(x, (ArrayImpl, Tracer)) or abstract and _is_struct(x)
-                  else _concrete(x, self) for x in leaves]
+        if abstract:
+            leaves = [x if isinstance(x, (ArrayImpl, Tracer)) or _is_struct(x)
+                      else _concrete(x, self) for x in leaves]
+        else:
+            leaves = _arrays_of(leaves, self)
         if abstract:
             avals = tuple(_struct_aval(x) if _is_struct(x) else aval_of(x) for x in leaves)
             types = tuple((a.shape, a.dtype, a.weak_type) for a in avals)
@@ -505,6 +508,22 @@ def _hashable(value, fn, name):
             "(use a tuple instead of a list, or pass arrays as non-static arguments)"
         ) from None
     return value
+
+
+def _arrays_of(leaves, fn):
+    """`leaves` with NumPy arrays and Python scalars made arrays (as `to_concrete` makes
+    them: a copy, of the canonical dtype, on the default device, looked up once)."""
+    out, dev = [], None
+    for x in leaves:
+        if isinstance(x, (ArrayImpl, Tracer)):
+            out.append(x)
+        elif type(x) is np.ndarray and x.dtype.kind in "biufc":
+            dev = dev or default_device()
+            buf = dev.backend.put(x.astype(dtypes.canonicalize(x.dtype), copy=False), dev)
+            out.append(ArrayImpl(buf, False, dev))
+        else:
+            out.append(_concrete(x, fn))
+    return out
 
 
 def _concrete(x, fn):
