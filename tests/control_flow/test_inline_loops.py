@@ -425,3 +425,23 @@ def test_linearized_while_reads_row_products_per_stretch(steps):
         h, dh = t + np.asarray(x), (1 - t * t) * (dh @ wn + h @ wn)
     np.testing.assert_allclose(float(mt.jit(apply)(w, w)), float((2 * h * dh).sum()),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_y_from_a_reshaped_product_is_copied_not_misparsed():
+    """A y computed by a product the code generator may write as `np.matmul(...).reshape(...)`
+    (a vector times a matrix's second axis: no plain call, so copied into its stack rather
+    than given an `out=`)."""
+    rng = np.random.default_rng(4)
+    xs, w = rng.normal(size=(4, 6)), rng.normal(size=(3, 6))
+    dims = (((0,), (1,)), ((), ()))
+
+    def body(c, x):
+        c = mnp.tanh(c + x)
+        return c, lax.dot_general(c, w, dims)
+
+    f = mt.jit(lambda xs: lax.scan(body, mnp.zeros(6), xs)[1])
+    c, want = np.zeros(6), []
+    for x in xs:
+        c = np.tanh(c + x)
+        want.append(w @ c)
+    np.testing.assert_allclose(np.asarray(f(mnp.asarray(xs))), np.stack(want), rtol=1e-6)

@@ -65,6 +65,16 @@ _DEF = re.compile(r"^(?P<name>v\d+) = (?P<call>np_\w+|np\.matmul)\((?P<args>.*?)
                   r"(?:, out=\w+)?\)$")
 
 
+def _balanced(text):
+    """Whether the parentheses of `text` nest (so `f(<text>)` ends at its last `)`)."""
+    depth = 0
+    for c in text:
+        depth += (c == "(") - (c == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _write_into(lines, writes):
     """`lines` with the results that `writes` ((expression, aval, target) for each
     stacked output: `target` a step's slice such as `_ys_3[_lp_i]`) are computed by a ufunc
@@ -73,7 +83,7 @@ def _write_into(lines, writes):
     where = {}
     for k, text in enumerate(lines):
         m = _DEF.match(text)
-        if m is not None:
+        if m is not None and _balanced(m["args"]):  # the call is the whole expression
             where[m["name"]] = k, m
     lines, copies, moved = list(lines), [], set()
     for out, aval, target in writes:
