@@ -29,29 +29,37 @@ from mytorch.lax.elementwise import clamp_p, select_n_p
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 # with compiled loops (native.py) a run is one call instead of one per operation
-NATIVE_MIN_SIZE = 1 << 12
+NATIVE_MIN_SIZE = 1 << 8
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
 
 def find_runs(eqns):
-    """{index of the first equation: list of equation indices} of the fusable runs, in
-    program order. Equations that do not read the open run's results (and have no effects)
-    are emitted before it, so they do not break it."""
-    runs, i, n = {}, 0, len(eqns)
-    order = []
-    while i < n:
-        eqn = eqns[i]
-        shape = _run_shape(eqn)
+    """(emission order: equation indices, {index of a run's first equation: the run's
+    equation indices}) of the fusable runs. Equations that do not read the open run's
+    results (and have no effects) are emitted before it, so they do not break it; those
+    are searched for runs of their own (an optimiser's updates of parameters of several
+    shapes, interleaved, become one run per shape)."""
+    shapes = [_run_shape(e) for e in eqns]
+    return _schedule(eqns, shapes, list(range(len(eqns))))
+
+
+def _schedule(eqns, shapes, idx):
+    """find_runs over the equations `idx` (indices in program order)."""
+    order, runs, k = [], {}, 0
+    while k < len(idx):
+        i = idx[k]
+        shape = shapes[i]
         if shape is None:
             order.append(i)
-            i += 1
+            k += 1
             continue
-        run, defined, hoisted = [i], set(eqn.outvars), []
-        j = i + 1
-        while j < n:
+        run, defined, hoisted = [i], set(eqns[i].outvars), []
+        m = k + 1
+        while m < len(idx):
+            j = idx[m]
             e = eqns[j]
-            if _run_shape(e) == shape:
+            if shapes[j] == shape:
                 run.append(j)
                 defined.update(e.outvars)
             elif not e.primitive.effectful and not any(
@@ -59,14 +67,17 @@ def find_runs(eqns):
                 hoisted.append(j)
             else:
                 break
-            j += 1
-        if len(run) >= MIN_LENGTH:
-            order += hoisted
+            m += 1
+        if len(run) < MIN_LENGTH:  # no run starts here; later equations may start one
             order.append(i)
-            runs[i] = run
-        else:
-            order += sorted(run + hoisted)
-        i = j
+            k += 1
+            continue
+        sub_order, sub_runs = _schedule(eqns, shapes, hoisted)
+        order += sub_order
+        runs.update(sub_runs)
+        order.append(i)
+        runs[i] = run
+        k = m
     return order, runs
 
 

@@ -164,5 +164,44 @@ def _loop_source(members, inputs, scalars, escaping, subst):
             + f"  if ({contiguous}) {{\n" + "".join(line + "\n" for line in fast)
             + "    #pragma omp simd\n    for (npy_intp i = 0; i < n; i++) {"
             + indent + indent.join(loads_fast + body + stores_fast) + "\n    }\n"
+            + _splat_path(inputs, escaping, first_out, loads_fast + body + stores_fast, cx)
             + "  } else {\n    for (npy_intp i = 0; i < n; i++) {"
             + indent + indent.join(slow) + "\n    }\n  }\n}\n")
+
+
+_CHUNK = 128  # elements of a broadcast input's splat buffer (on the stack)
+
+
+def _splat_path(inputs, escaping, first_out, statements, cx):
+    """C++ of the loop's second path: inputs contiguous or broadcast along the inner
+    dimension (step 0, e.g. a column `x[:, None]` read across a row), outputs contiguous.
+    A broadcast input reads a buffer of its one value, so the inner loop over chunks of
+    `_CHUNK` elements is the vectorised loop of the first path."""
+    if not inputs:
+        return ""
+    cond = " && ".join(
+        [f"(steps[{k}] == 0 || steps[{k}] == sizeof({cx.ctype(v.aval.dtype)}))"
+         for k, v in enumerate(inputs)]
+        + [f"steps[{first_out + k}] == sizeof({cx.ctype(v.aval.dtype)})"
+           for k, v in enumerate(escaping)])
+    lines = [f"  }} else if ({cond}) {{"]
+    for k, v in enumerate(inputs):
+        t = cx.ctype(v.aval.dtype)
+        lines.append(f"    {t} sp{k}[{_CHUNK}];")
+        lines.append(f"    if (steps[{k}] == 0) for (int j = 0; j < {_CHUNK}; j++) "
+                     f"sp{k}[j] = *(const {t} *)args[{k}];")
+    lines.append(f"    for (npy_intp i0 = 0; i0 < n; i0 += {_CHUNK}) {{")
+    lines.append(f"      const npy_intp m = n - i0 < {_CHUNK} ? n - i0 : {_CHUNK};")
+    for k, v in enumerate(inputs):
+        t = cx.ctype(v.aval.dtype)
+        lines.append(f"      const {t} *in{k} = steps[{k}] == 0 ? sp{k} : "
+                     f"(const {t} *)args[{k}] + i0;")
+    for k, v in enumerate(escaping):
+        t = cx.ctype(v.aval.dtype)
+        lines.append(f"      {t} *out{k} = ({t} *)args[{first_out + k}] + i0;")
+    lines.append("      #pragma omp simd")
+    lines.append("      for (npy_intp i = 0; i < m; i++) {")
+    lines += [f"        {st}" for st in statements]
+    lines.append("      }")
+    lines.append("    }")
+    return "\n".join(lines) + "\n"
