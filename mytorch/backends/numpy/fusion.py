@@ -29,7 +29,7 @@ from mytorch.lax.elementwise import clamp_p, select_n_p
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 # with compiled loops (native.py) a run is one call instead of one per operation
-NATIVE_MIN_SIZE = 1 << 8
+NATIVE_MIN_SIZE = 1 << 9  # (W7's 8x32 RNN steps are faster as separate ufunc calls)
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
