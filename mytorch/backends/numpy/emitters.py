@@ -46,6 +46,12 @@ def _native(eqn):
     return all(v.aval.dtype in _NATIVE for v in (*eqn.invars, *eqn.outvars))
 
 
+def native_dtypes(eqn):
+    """Whether every operand and result of `eqn` has a dtype NumPy computes natively (not
+    float16 or bfloat16, which the emitters compute in float32)."""
+    return _native(eqn)
+
+
 def _float_op(eqn):
     return all(v.aval.dtype in _FLOATS for v in (*eqn.invars, *eqn.outvars))
 

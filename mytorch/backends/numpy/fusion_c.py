@@ -10,7 +10,7 @@ with a vectorised path (every array contiguous in the inner dimension) and a str
 import numpy as np
 
 from mytorch.backends.numpy import native
-from mytorch.backends.numpy.emitters import _native as native_dtypes
+from mytorch.backends.numpy.emitters import native_dtypes
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
