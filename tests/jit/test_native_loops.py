@@ -455,7 +455,7 @@ def test_interleaved_shapes_make_one_run_each():
     interleaved, becomes one compiled run per shape (equations of other shapes are
     scheduled around a run), with eager's values."""
     rng = np.random.default_rng(5)
-    shapes = [(64, 32), (300,), (64, 32), (16, 20), (300,)]
+    shapes = [(64, 32), (600,), (64, 32), (24, 30), (600,)]
     ps = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     gs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
