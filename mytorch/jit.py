@@ -277,7 +277,10 @@ class JitFunction:
             if listed is not None:  # the same leaves, in the same order, as `leaves`
                 key = list_key(args, listed)
         run = entry.runner  # generated: unpack, call, wrap, unflatten (cheaper than exe.call)
-        if run is None:
+        if run is None:  # the first call: generating a runner pays off on repeated calls only
+            entry.runner = False
+            return tree_util.tree_unflatten(entry.out_tree, exe.call(leaves))
+        if run is False:
             run = entry.runner = exe.make_runner(entry.out_tree)
         if key is not None:
             self._fast[key] = run

@@ -386,7 +386,8 @@ def generate(jaxpr, consts, options, backend):
     src = gen.source()
     code = compile(src, f"<jit {options.name}>", "exec")
     exec(code, gen.ns)
-    return gen.ns[gen.name], src
+    # the C++ of compiled loops is shown by as_text, not compiled as Python comments
+    return gen.ns[gen.name], "".join(gen.__dict__.get("loop_texts", ())) + src
 
 
 def _identifier(name):

@@ -40,7 +40,8 @@ def find_runs(eqns):
     results (and have no effects) are emitted before it, so they do not break it; those
     are searched for runs of their own (an optimiser's updates of parameters of several
     shapes, interleaved, become one run per shape)."""
-    shapes = [_run_shape(e) for e in eqns]
+    compiled = native.available()
+    shapes = [_run_shape(e, compiled) for e in eqns]
     return _schedule(eqns, shapes, list(range(len(eqns))))
 
 
@@ -81,9 +82,9 @@ def _schedule(eqns, shapes, idx):
     return order, runs
 
 
-def _run_shape(eqn):
-    compiled = native.available()
-    if len(eqn.outvars) != 1 or not (has_c(eqn) if compiled else fusable(eqn)):
+def _run_shape(eqn, compiled):
+    """The shape of the run `eqn` may belong to, or None (cheap tests first)."""
+    if len(eqn.outvars) != 1:
         return None
     shape = eqn.outvars[0].aval.shape
     if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if compiled else MIN_SIZE):
@@ -91,7 +92,7 @@ def _run_shape(eqn):
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
             return None
-    return shape
+    return shape if (has_c(eqn) if compiled else fusable(eqn)) else None
 
 
 # operands an op may overwrite with its result (the others are read after it starts writing)

@@ -15,7 +15,7 @@ from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
 
-_C_OK = {}  # (primitive, dtypes, params) -> whether compiled loops can compute it
+_C_OK = {}  # (primitive, dtypes, params) -> C template in a compiled loop, or None
 # digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
 # glibc's) move float64 results by up to ~100 ulp: left to the NumPy kernels, as is lgamma
 # (glibc's scalar function either way, nothing to vectorise). Complex values are left to
@@ -29,31 +29,40 @@ def has_c(eqn):
     with a C expression for its dtypes, all of them real dtypes NumPy computes natively
     (float16 and bfloat16 are computed in float32 by the emitters), integer powers only as
     NumPy's square and cube."""
+    return _template(eqn) is not None
+
+
+def _template(eqn):
+    """The C expression template of `eqn` in a compiled loop, or None (see `has_c`);
+    memoised by primitive, dtypes and parameters."""
     prim = eqn.primitive
     if prim is not add_any_p and prim.kind != "elementwise" or prim.effectful \
             or prim in _NOT_COMPILED:
-        return False
+        return None
     dts = tuple(v.aval.dtype for v in (*eqn.invars, *eqn.outvars))
     key = (prim, dts, tuple(sorted(eqn.params.items())))
     try:
-        ok = _C_OK.get(key)
+        found = _C_OK.get(key, False)
     except TypeError:  # an unhashable parameter
-        key, ok = None, None
-    if ok is None:
-        ok = (native_dtypes(eqn) and not any(d.kind == "c" for d in dts)
-              and (prim is not integer_pow_p or eqn.params["y"] in (2, 3)))
-        if ok:
-            try:
-                c_template(eqn)
-            except TypeError:
-                ok = False
+        key, found = None, False
+    if found is False:
+        found = None
+        if (native_dtypes(eqn) and not any(d.kind == "c" for d in dts)
+                and (prim is not integer_pow_p or eqn.params["y"] in (2, 3))):
+            y = eqn.params.get("y") if prim is integer_pow_p else None
+            if y in (2, 3) and dts[0].kind == "f":  # NumPy's square (and square * x)
+                found = "({0} * {0})" + (" * {0}" if y == 3 else "")
+            else:
+                try:
+                    found = _c_template(eqn)
+                except TypeError:
+                    pass
         if key is not None:
-            _C_OK[key] = ok
-    return ok
+            _C_OK[key] = found
+    return found
 
 
-def c_template(eqn):
-    """The C expression template of an elementwise equation (TypeError where none)."""
+def _c_template(eqn):
     from mytorch.backends.cupy.codegen_emit import elementwise_template
     return elementwise_template(eqn)
 
@@ -84,8 +93,9 @@ def compiled_loop(gen, members, inputs, scalars, escaping):
     types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping)]
     doc = " ".join(e.primitive.name for e in members)
     name = gen.hoist(None, "nat")
-    gen.blocks.append(f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
-                      + "".join(f"#   {line}\n" for line in body.splitlines()))
+    gen.__dict__.setdefault("loop_texts", []).append(
+        f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
+        + "".join(f"#   {line}\n" for line in body.splitlines()) + "\n")
     fallback = _eager_run(gen.backend, members, arrays, zero_d, escaping, subst)
     gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d), len(escaping),
                              doc, fallback)
@@ -140,11 +150,7 @@ def _loop_source(members, inputs, scalars, escaping, subst):
         out = e.outvars[0]
         ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
                for v in e.invars]
-        y = e.params.get("y") if e.primitive is integer_pow_p else None
-        if y in (2, 3) and out.aval.dtype.kind == "f":  # NumPy's square (and square * x)
-            expr = f"({ops[0]} * {ops[0]})" + (f" * {ops[0]}" if y == 3 else "")
-        else:
-            expr = c_template(e).format(*ops)
+        expr = _template(e).format(*ops)
         body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
         names[out] = f"t{k}"
     contiguous = " && ".join(f"steps[{k}] == sizeof({cx.ctype(v.aval.dtype)})"

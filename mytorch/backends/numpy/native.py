@@ -52,6 +52,7 @@ _VECTOR_MATH = ("exp", "log", "sin", "cos", "pow", "tanh", "expm1", "log1p", "ex
 _TWO_ARGS = ("pow", "atan2", "hypot")
 
 
+@functools.lru_cache(maxsize=None)
 def _simd_declarations():
     out = []
     for name in _VECTOR_MATH:
@@ -229,6 +230,15 @@ _LIBS = {}  # source hash -> loaded library (kept: its ufuncs point into it)
 _UFUNCS = {}  # (source hash, loop number) -> ufunc
 
 
+@functools.lru_cache(maxsize=None)
+def _prefix():
+    """What every loop library starts with: headers, half types, libmvec's declarations and
+    the expression prelude."""
+    from mytorch.backends.cupy import twin
+    from mytorch.backends.cupy.expressions import PRELUDE
+    return _HEADER + twin.HALF_TYPES + _simd_declarations() + PRELUDE
+
+
 def compile_ufuncs(loops):
     """NumPy ufuncs for `loops`, built as one library (cached in memory and on disk).
 
@@ -244,10 +254,7 @@ def compile_ufuncs(loops):
     Raises:
       NativeCompileError: the compiler's message.
     """
-    from mytorch.backends.cupy import twin
-    from mytorch.backends.cupy.expressions import PRELUDE
-
-    parts = [_HEADER, twin.HALF_TYPES, _simd_declarations(), PRELUDE]
+    parts = [_prefix()]
     for k, (body, *_rest) in enumerate(loops):
         parts.append(f"namespace mt_l{k} {{\n{body}}}\n"
                      f'extern "C" void mt_loop_{k}(char **a, const npy_intp *d, '
