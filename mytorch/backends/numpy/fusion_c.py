@@ -133,16 +133,16 @@ def _loop_source(members, inputs, scalars, escaping, subst):
     head, fast, slow, body, names = [], [], [], [], {}
     arrays = [*inputs, *(None for _ in scalars), *escaping]
     for k, v in enumerate(inputs):
-        t = cx.ctype(v.aval.dtype)
+        t = _mem(cx, v)
         fast.append(f"    const {t} *in{k} = (const {t} *)args[{k}];")
         names[v] = f"x{k}"
     for k, v in enumerate(scalars):
-        t = cx.ctype(v.aval.dtype)
-        head.append(f"  const {t} z{k} = *(const {t} *)args[{len(inputs) + k}];")
+        head.append(f"  const {cx.ctype(v.aval.dtype)} z{k} = "
+                    f"*(const {_mem(cx, v)} *)args[{len(inputs) + k}];")
         names[v] = f"z{k}"
     first_out = len(inputs) + len(scalars)
     for k, v in enumerate(escaping):
-        t = cx.ctype(v.aval.dtype)
+        t = _mem(cx, v)
         fast.append(f"    {t} *out{k} = ({t} *)args[{first_out + k}];")
     for v, src in subst.items():  # broadcasts of 0-d values
         names[v] = literal(src.val, src.aval.dtype) if type(src) is Literal else names[src]
@@ -153,14 +153,14 @@ def _loop_source(members, inputs, scalars, escaping, subst):
         expr = _template(e).format(*ops)
         body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
         names[out] = f"t{k}"
-    contiguous = " && ".join(f"steps[{k}] == sizeof({cx.ctype(v.aval.dtype)})"
+    contiguous = " && ".join(f"steps[{k}] == sizeof({_mem(cx, v)})"
                              for k, v in enumerate(arrays) if v is not None)
     loads_fast = [f"const {cx.ctype(v.aval.dtype)} x{k} = in{k}[i];"
                   for k, v in enumerate(inputs)]
-    loads_slow = [f"const {cx.ctype(v.aval.dtype)} x{k} = *(const {cx.ctype(v.aval.dtype)} *)"
+    loads_slow = [f"const {cx.ctype(v.aval.dtype)} x{k} = *(const {_mem(cx, v)} *)"
                   f"(args[{k}] + i * steps[{k}]);" for k, v in enumerate(inputs)]
     stores_fast = [f"out{k}[i] = {names[v]};" for k, v in enumerate(escaping)]
-    stores_slow = [f"*({cx.ctype(v.aval.dtype)} *)(args[{first_out + k}] + i * "
+    stores_slow = [f"*({_mem(cx, v)} *)(args[{first_out + k}] + i * "
                    f"steps[{first_out + k}]) = {names[v]};" for k, v in enumerate(escaping)]
     indent = "\n      "
     slow = loads_slow + body + stores_slow
@@ -186,24 +186,24 @@ def _splat_path(inputs, escaping, first_out, statements, cx):
     if not inputs:
         return ""
     cond = " && ".join(
-        [f"(steps[{k}] == 0 || steps[{k}] == sizeof({cx.ctype(v.aval.dtype)}))"
+        [f"(steps[{k}] == 0 || steps[{k}] == sizeof({_mem(cx, v)}))"
          for k, v in enumerate(inputs)]
-        + [f"steps[{first_out + k}] == sizeof({cx.ctype(v.aval.dtype)})"
+        + [f"steps[{first_out + k}] == sizeof({_mem(cx, v)})"
            for k, v in enumerate(escaping)])
     lines = [f"  }} else if ({cond}) {{"]
     for k, v in enumerate(inputs):
-        t = cx.ctype(v.aval.dtype)
+        t = _mem(cx, v)
         lines.append(f"    {t} sp{k}[{_CHUNK}];")
         lines.append(f"    if (steps[{k}] == 0) for (int j = 0; j < {_CHUNK}; j++) "
                      f"sp{k}[j] = *(const {t} *)args[{k}];")
     lines.append(f"    for (npy_intp i0 = 0; i0 < n; i0 += {_CHUNK}) {{")
     lines.append(f"      const npy_intp m = n - i0 < {_CHUNK} ? n - i0 : {_CHUNK};")
     for k, v in enumerate(inputs):
-        t = cx.ctype(v.aval.dtype)
+        t = _mem(cx, v)
         lines.append(f"      const {t} *in{k} = steps[{k}] == 0 ? sp{k} : "
                      f"(const {t} *)args[{k}] + i0;")
     for k, v in enumerate(escaping):
-        t = cx.ctype(v.aval.dtype)
+        t = _mem(cx, v)
         lines.append(f"      {t} *out{k} = ({t} *)args[{first_out + k}] + i0;")
     lines.append("      #pragma omp simd")
     lines.append("      for (npy_intp i = 0; i < m; i++) {")
@@ -211,3 +211,9 @@ def _splat_path(inputs, escaping, first_out, statements, cx):
     lines.append("      }")
     lines.append("    }")
     return "\n".join(lines) + "\n"
+
+
+def _mem(cx, v):
+    """The C type of `v`'s elements in memory: a bool is read and written as a byte
+    (NumPy's bools are 0 or 1), which GCC vectorises where C++ bool loads are not."""
+    return "unsigned char" if v.aval.dtype == np.bool_ else cx.ctype(v.aval.dtype)
