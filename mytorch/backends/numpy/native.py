@@ -40,6 +40,7 @@ import warnings
 
 import numpy as np
 
+BUILD_TIMEOUT_S = 120  # a compiler that hangs turns compiled loops off instead of hanging jit
 MAX_ARGS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NumPy's NPY_MAXARGS
 FLAGS = ("-x", "c++", "-std=c++17", "-O3", "-march=native", "-fopenmp-simd",
          "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-shared", "-fPIC",
@@ -204,8 +205,12 @@ def _build(text, stem, flags, libs=()):
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         src, out = pathlib.Path(tmp) / "loop.cc", pathlib.Path(tmp) / "loop.so"
         src.write_text(text)
-        done = subprocess.run([cxx, *flags, str(src), "-o", str(out), *libs], check=False,
-                              capture_output=True, text=True)
+        try:
+            done = subprocess.run([cxx, *flags, str(src), "-o", str(out), *libs],
+                                  check=False, capture_output=True, text=True,
+                                  timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            raise NativeCompileError(f"{cxx} took over {BUILD_TIMEOUT_S} s") from e
         if done.returncode != 0:
             raise NativeCompileError(done.stderr.strip()[-4000:])
         os.replace(out, lib)
