@@ -470,3 +470,23 @@ def test_interleaved_shapes_make_one_run_each():
     assert len(calls) == 3, text
     for g, w in zip(mt.jit(update)(ps, gs), update(ps, gs), strict=True):
         _assert_matches("sqrt", g, w)  # sqrt and division are exact: bit for bit
+
+
+def test_run_with_too_many_operands_runs_eagerly(monkeypatch):
+    """A run formed for a compiled loop (a shift and a bitcast: no blocked-ufunc form) whose
+    operands exceed what one ufunc takes is computed by the eager kernels, correctly."""
+    monkeypatch.setattr(native, "MAX_ARGS", 2)
+    mt.clear_caches()
+    rng = np.random.default_rng(6)
+    bits = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
+    x = rng.standard_normal(N).astype(np.float32)
+
+    def f(bits, x):
+        u = lax.bitcast_convert_type(lax.shift_right_logical(bits, np.uint32(9))
+                                     | np.uint32(0x3F800000), np.float32) - 1.0
+        return mnp.where(u < 0.8, x / 0.8, 0.0)
+
+    text = mt.jit(f).lower(bits, x).compile().as_text()
+    assert "_nat" not in text and "_run" in text
+    _assert_matches("where", mt.jit(f)(bits, x), f(mnp.asarray(bits), mnp.asarray(x)))
+    mt.clear_caches()

@@ -22,7 +22,7 @@ import math
 
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
-from mytorch.backends.numpy.fusion_c import compiled_loop, has_c
+from mytorch.backends.numpy.fusion_c import compiled_loop, eager_loop, has_c
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
 
@@ -158,6 +158,10 @@ def emit_run(gen, eqns, run, pos):
     rows_shape = (size, *scratch_shape)
 
     loop, operands = compiled_loop(gen, members, inputs, scalars, escaping)
+    if loop is None and not all(fusable(e) for e in members):
+        # formed for a compiled loop that is not built after all (too many operands, the
+        # compiler failed meanwhile): the members have no blocked form, run them eagerly
+        loop, operands = eager_loop(gen, members, inputs, scalars, escaping)
     if loop is None:
         fname, scratch = _block_function(gen, members, inputs, scalars, escaping, defined)
 

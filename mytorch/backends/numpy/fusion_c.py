@@ -102,6 +102,13 @@ def compiled_loop(gen, members, inputs, scalars, escaping):
     return name, arrays + zero_d
 
 
+def eager_loop(gen, members, inputs, scalars, escaping):
+    """(the global name of a function computing the run with the eager kernels, its
+    operands): for a run formed for a compiled loop that cannot be built."""
+    name = gen.hoist(_eager_run(gen.backend, members, inputs, scalars, escaping, {}), "run")
+    return name, [*inputs, *scalars]
+
+
 def _eager_run(backend, members, inputs, scalars, escaping, subst):
     """fn(*operands, out=outputs) computing the run with the backend's eager kernels, one
     equation at a time: what runs if the compiled loops cannot be built."""
