@@ -58,6 +58,19 @@ def emitted(result):
     return Emitted(result)
 
 
+def read_counts(jaxpr):
+    """{var: how many times the jaxpr's equations and outputs read it}."""
+    counts = {}
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if type(v) is Var:
+                counts[v] = counts.get(v, 0) + 1
+    for v in jaxpr.outvars:
+        if type(v) is Var:
+            counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
 def last_uses(jaxpr, order, runs):
     """{var: position in emission order of its last reader}. `order` lists equation indices
     in emission order; `runs` maps the first index of a fused run to all of its indices (one

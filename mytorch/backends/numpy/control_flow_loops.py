@@ -173,12 +173,7 @@ def scan_loop(g, p):
     src.assign(carry, [i for i, k in zip(init, kept) if k])
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], length)
     order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
-    src.indent(f"for _lp_i in {order}:")
-    avals = [v.aval for v in body.jaxpr.outvars[ncar:]]
-    moved = _step(src, body, sliced, "_lp_i", [
-        (out, a, f"{y}[_lp_i]") for y, out, a in zip(ys, body.outs[ncar:], avals, strict=True)])
-    src.assign(carry, body.outs[:ncar])
-    src.dedent()
+    moved = _scan_steps(src, body, sliced, order, carry, ys, ncar)
     n_ys = len(p["jaxpr"].outvars) - p["num_carry"]
     terms = _sunk_terms(sunk, stacks, ys[n_ys:])
     it = iter(_owned(carry, body.outs[:ncar], moved))
@@ -186,6 +181,18 @@ def scan_loop(g, p):
     finals = _finals(finals, [v.aval for v in p["jaxpr"].outvars[:len(kept)]])
     src.line(f"return [*_unaliased([{finals}], _lp_owners), {', '.join(ys[:n_ys])}]")
     return src.compile(main, "scan_loop")
+
+
+def _scan_steps(src, body, sliced, order, carry, ys, ncar):
+    """`for _lp_i in <order>:` one step of a scan body: each y written into row _lp_i of its
+    stack, the carries assigned at the end; returns what `_step` moved."""
+    src.indent(f"for _lp_i in {order}:")
+    avals = [v.aval for v in body.jaxpr.outvars[ncar:]]
+    moved = _step(src, body, sliced, "_lp_i", [
+        (out, a, f"{y}[_lp_i]") for y, out, a in zip(ys, body.outs[ncar:], avals, strict=True)])
+    src.assign(carry, body.outs[:ncar])
+    src.dedent()
+    return moved
 
 
 def tape_scan_loop(g, p):
@@ -216,12 +223,8 @@ def tape_scan_loop(g, p):
         src.line(f"{stack} = {h.expr(stacks[h.xs], consts[h.const])}")
     src.paste(body.hoisted[0])
     ys = _stack_buffers(src, [v.aval for v in body.jaxpr.outvars[ncar:]], "_lp_n")
-    src.indent(f"for _lp_i in {'range(_lp_n - 1, -1, -1)' if p['reverse'] else 'range(_lp_n)'}:")
-    avals = [v.aval for v in body.jaxpr.outvars[ncar:]]
-    moved = _step(src, body, sliced, "_lp_i", [
-        (out, a, f"{y}[_lp_i]") for y, out, a in zip(ys, body.outs[ncar:], avals, strict=True)])
-    src.assign(carry, body.outs[:ncar])
-    src.dedent()
+    order = "range(_lp_n - 1, -1, -1)" if p["reverse"] else "range(_lp_n)"
+    moved = _scan_steps(src, body, sliced, order, carry, ys, ncar)
     for k, term in _sunk_terms(sunk, stacks, ys).items():
         src.line(f"{acc[k]} = np.add({acc[k]}, {term})")
     src.dedent()

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from mytorch.backends.planner import read_counts
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.lax.dot import dot_general_p
@@ -50,18 +51,6 @@ class Sunk:
             return f"np.add.reduce({stacks[0]}, axis={(0, *(a + 1 for a in self.axes[0]))})"
         la, ra = ([0, *(a + 1 for a in axes)] for axes in self.axes)
         return f"np.tensordot({stacks[0]}, {stacks[1]}, axes=({la}, {ra}))"
-
-
-def _reads(jaxpr):
-    counts = {}
-    for e in jaxpr.eqns:
-        for v in e.invars:
-            if type(v) is Var:
-                counts[v] = counts.get(v, 0) + 1
-    for v in jaxpr.outvars:
-        if type(v) is Var:
-            counts[v] = counts.get(v, 0) + 1
-    return counts
 
 
 _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -116,7 +105,7 @@ def sink_accumulators(jaxpr, num_consts, num_carry):
     consts = set(jaxpr.invars[:num_consts])
     xs = jaxpr.invars[num_consts + num_carry:]
     defs = {o: e for e in jaxpr.eqns for o in e.outvars}
-    reads = _reads(jaxpr)
+    reads = read_counts(jaxpr)
     sunk, new_ys, plain = [], [], []
     for k, (c, o) in enumerate(zip(carry_in, jaxpr.outvars[:num_carry], strict=True)):
         t = _accumulated(defs, reads, c, o)

@@ -10,6 +10,7 @@
 All keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
 """
 
+from mytorch.backends.planner import read_counts
 from mytorch.core.jaxpr import Jaxpr, Literal, Var
 from mytorch.lax.dot import dot_general_p
 from mytorch.lax.elementwise import abs_p, clamp_p, neg_p, select_n_p, sub_p
@@ -21,16 +22,8 @@ _NOT_BINARY = frozenset({select_n_p})
 
 def prepare(jaxpr):
     """The rewritten jaxpr (a new object; the input is not modified)."""
-    producer, uses = {}, {}
-    for eqn in jaxpr.eqns:
-        for v in eqn.outvars:
-            producer[v] = eqn
-        for v in eqn.invars:
-            if type(v) is Var:
-                uses[v] = uses.get(v, 0) + 1
-    for v in jaxpr.outvars:
-        if type(v) is Var:
-            uses[v] = uses.get(v, 0) + 1
+    producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    uses = read_counts(jaxpr)
     eqns, changed = [], False
     for eqn in jaxpr.eqns:
         new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
