@@ -494,3 +494,65 @@ def test_run_with_too_many_operands_runs_eagerly(monkeypatch):
     assert "_nat" not in text and "_run" in text
     _assert_matches("where", mt.jit(f)(bits, x), f(mnp.asarray(bits), mnp.asarray(x)))
     mt.clear_caches()
+
+
+def test_independent_parts_loop_in_turn():
+    """A run of independent updates (five parameters' Adam steps) loops over each part in
+    turn in one compiled call, with eager's values (sqrt and division are exact)."""
+    rng = np.random.default_rng(7)
+    ps, ms, vs, gs = ([rng.standard_normal((32, 64)).astype(np.float32) for _ in range(5)]
+                      for _ in range(4))
+    vs = [np.abs(v) for v in vs]
+
+    def adam(ps, ms, vs, gs):
+        ms = [0.9 * m + 0.1 * g for m, g in zip(ms, gs)]
+        vs = [0.999 * v + 0.001 * g * g for v, g in zip(vs, gs)]
+        return [p - 1e-3 * m / (mnp.sqrt(v) + 1e-8) for p, m, v in zip(ps, ms, vs)], ms, vs
+
+    mt.clear_caches()
+    text = mt.jit(adam).lower(ps, ms, vs, gs).compile().as_text()
+    assert len([line for line in text.splitlines() if "_nat" in line and "out=" in line]) == 1
+    assert "if (split) {" in text and text.count("#pragma omp simd") >= 5 + 1, text
+    got, want = mt.jit(adam)(ps, ms, vs, gs), adam(ps, ms, vs, gs)
+    for g, w in zip(mt.tree_util.tree_leaves(got), mt.tree_util.tree_leaves(want), strict=True):
+        _assert_matches("sqrt", g, w)
+
+
+def test_parts_writing_over_each_others_inputs_loop_together():
+    """Two independent parts whose results are written over each other's dying inputs
+    (the product buffers u and x): looping over one part before the other would read an
+    overwritten input, so the loop checks for that and runs both parts together."""
+    rng = np.random.default_rng(8)
+    p, q = (rng.standard_normal((64, 16)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((16, 32)).astype(np.float32)
+
+    def f(p, q, w):
+        u, x = p @ w, q @ w
+        a = u * 2.0
+        b = x * 3.0
+        return a + 1.0, b
+
+    mt.clear_caches()
+    text = mt.jit(f).lower(p, q, w).compile().as_text()
+    assert "if (split) {" in text, text
+    for g, e in zip(mt.jit(f)(p, q, w), f(*(mnp.asarray(a) for a in (p, q, w))), strict=True):
+        _assert_matches("mul", g, e)
+
+
+def test_long_runs_of_small_arrays_compile():
+    """Below NATIVE_MIN_SIZE elements a run compiles only if it has at least
+    NATIVE_SMALL_LENGTH operations (a compiled call costs about one ufunc call)."""
+    def chain(n_ops):
+        def f(x):
+            for k in range(n_ops):
+                x = x * 0.5 + 1.0 if k % 2 else mnp.sqrt(mnp.abs(x))
+            return x
+        return f
+
+    x = np.linspace(-4, 4, 10, dtype=np.float32)
+    short = (fusion.NATIVE_SMALL_LENGTH - 1) // 2  # 2 ops each: mul-add or abs-sqrt
+    for n_ops, compiled in ((short, False), (short + 2, True)):
+        mt.clear_caches()
+        text = mt.jit(chain(n_ops)).lower(x).compile().as_text()
+        assert ("_nat" in text) == compiled, text
+        _assert_matches("sqrt", mt.jit(chain(n_ops))(x), chain(n_ops)(mnp.asarray(x)))
