@@ -538,21 +538,3 @@ def test_parts_writing_over_each_others_inputs_loop_together():
     for g, e in zip(mt.jit(f)(p, q, w), f(*(mnp.asarray(a) for a in (p, q, w))), strict=True):
         _assert_matches("mul", g, e)
 
-
-def test_long_runs_of_small_arrays_compile():
-    """Below NATIVE_MIN_SIZE elements a run compiles only if it has at least
-    NATIVE_SMALL_LENGTH operations (a compiled call costs about one ufunc call)."""
-    def chain(n_ops):
-        def f(x):
-            for k in range(n_ops):
-                x = x * 0.5 + 1.0 if k % 2 else mnp.sqrt(mnp.abs(x))
-            return x
-        return f
-
-    x = np.linspace(-4, 4, 10, dtype=np.float32)
-    short = (fusion.NATIVE_SMALL_LENGTH - 1) // 2  # 2 ops each: mul-add or abs-sqrt
-    for n_ops, compiled in ((short, False), (short + 2, True)):
-        mt.clear_caches()
-        text = mt.jit(chain(n_ops)).lower(x).compile().as_text()
-        assert ("_nat" in text) == compiled, text
-        _assert_matches("sqrt", mt.jit(chain(n_ops))(x), chain(n_ops)(mnp.asarray(x)))

@@ -13,21 +13,9 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
-from mytorch.backends.numpy import native
 from tests.strategies import arrays, shapes
 
 _DTYPES = [np.float32, np.float64, np.int8, np.int32, np.uint8]
-
-
-@pytest.fixture
-def no_compiled_loops(monkeypatch):
-    """For a test comparing bit for bit a function with transcendental operations: fused
-    into a compiled loop they use libmvec, a few ulp from NumPy's loops at most
-    (test_native_loops.py bounds that)."""
-    monkeypatch.setattr(native, "available", lambda: False)
-    mt.clear_caches()
-    yield
-    mt.clear_caches()
 
 
 def _same(jitted, eager):
@@ -101,7 +89,7 @@ def test_integer_max_and_a_big_array_keep_the_scalar_path():
 
 # ---- outer products --------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_per_example_gradients_match_the_closed_form(dtype, no_compiled_loops):
+def test_per_example_gradients_match_the_closed_form(dtype):
     rng = np.random.default_rng(1)
     w, xs = rng.standard_normal(16).astype(dtype), rng.standard_normal((128, 16)).astype(dtype)
     ys = (rng.random(128) > 0.5).astype(dtype)
@@ -186,7 +174,7 @@ def test_select_with_a_zero_operand_is_bit_exact(zero, side):
 
 # ---- abs of a negation ----------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_abs_of_a_negation_reads_x_and_keeps_every_bit(dtype, no_compiled_loops):
+def test_abs_of_a_negation_reads_x_and_keeps_every_bit(dtype):
     x = np.array([0.0, -0.0, 1.5, -2.5, np.inf, -np.inf, np.nan, -np.nan, 1e-45], dtype)
     f = lambda x: (mnp.abs(0.0 - x), mnp.abs(-x), mnp.abs(-0.0 - x) * 2.0,
                    mnp.logaddexp(0.0, x))

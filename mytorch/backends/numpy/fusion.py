@@ -30,9 +30,6 @@ BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 # with compiled loops (native.py) a run is one call instead of one per operation
 NATIVE_MIN_SIZE = 1 << 9  # (W7's 8x32 RNN steps are faster as separate ufunc calls)
-# ... unless the run is long: a compiled call costs about one ufunc call, so a run of
-# many small operations (an optimiser's updates of the biases) is one call instead of many
-NATIVE_SMALL_LENGTH = 8
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
@@ -45,17 +42,10 @@ def find_runs(eqns):
     shapes, interleaved, become one run per shape)."""
     compiled = native.available()
     shapes = [_run_shape(e, compiled) for e in eqns]
-    return _schedule(eqns, shapes, list(range(len(eqns))), compiled)
+    return _schedule(eqns, shapes, list(range(len(eqns))))
 
 
-def _min_length(shape, compiled):
-    """The fewest equations of a run of `shape` worth fusing."""
-    if compiled and math.prod(shape) < NATIVE_MIN_SIZE:
-        return NATIVE_SMALL_LENGTH
-    return MIN_LENGTH
-
-
-def _schedule(eqns, shapes, idx, compiled):
+def _schedule(eqns, shapes, idx):
     """find_runs over the equations `idx` (indices in program order)."""
     order, runs, k = [], {}, 0
     while k < len(idx):
@@ -79,11 +69,11 @@ def _schedule(eqns, shapes, idx, compiled):
             else:
                 break
             m += 1
-        if len(run) < _min_length(shape, compiled):
-            order.append(i)  # no run starts here; later equations may start one
+        if len(run) < MIN_LENGTH:  # no run starts here; later equations may start one
+            order.append(i)
             k += 1
             continue
-        sub_order, sub_runs = _schedule(eqns, shapes, hoisted, compiled)
+        sub_order, sub_runs = _schedule(eqns, shapes, hoisted)
         order += sub_order
         runs.update(sub_runs)
         order.append(i)
@@ -97,7 +87,7 @@ def _run_shape(eqn, compiled):
     if len(eqn.outvars) != 1:
         return None
     shape = eqn.outvars[0].aval.shape
-    if not shape or math.prod(shape) < (1 if compiled else MIN_SIZE):
+    if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if compiled else MIN_SIZE):
         return None
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
