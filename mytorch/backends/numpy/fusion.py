@@ -23,8 +23,10 @@ import math
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
 from mytorch.backends.numpy.fusion_c import compiled_loop, eager_loop, has_c
+from mytorch.backends.numpy.fusion_sums import call_axes, reduction_mode
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
+from mytorch.lax.reductions import reduce_sum_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
@@ -56,11 +58,21 @@ def _schedule(eqns, shapes, idx):
             k += 1
             continue
         run, defined, hoisted = [i], set(eqns[i].outvars), []
+        # a run's sums (fusion_c.reduction_mode) are of one kind and dtype, and are read by
+        # no member of the run
+        kind = _sum_kind(eqns[i])
+        summed = set(eqns[i].outvars) if kind else set()
         m = k + 1
         while m < len(idx):
             j = idx[m]
             e = eqns[j]
-            if shapes[j] == shape:
+            if shapes[j] == shape and not any(v in summed for v in e.invars):
+                this = _sum_kind(e)
+                if this:
+                    if kind not in (None, this):
+                        break
+                    kind = this
+                    summed.update(e.outvars)
                 run.append(j)
                 defined.update(e.outvars)
             elif not e.primitive.effectful and not any(
@@ -82,10 +94,20 @@ def _schedule(eqns, shapes, idx):
     return order, runs
 
 
+def _sum_kind(eqn):
+    """(reduction_mode, dtype) of a sum a compiled loop computes, or None."""
+    mode = reduction_mode(eqn)
+    return (mode, eqn.outvars[0].aval.dtype) if mode else None
+
+
 def _run_shape(eqn, compiled):
-    """The shape of the run `eqn` may belong to, or None (cheap tests first)."""
+    """The shape of the run `eqn` may belong to, or None (cheap tests first). A sum a
+    compiled loop computes belongs to runs of its operand's shape."""
     if len(eqn.outvars) != 1:
         return None
+    if compiled and eqn.primitive is reduce_sum_p:
+        shape = eqn.invars[0].aval.shape
+        return shape if reduction_mode(eqn) and math.prod(shape) >= NATIVE_MIN_SIZE else None
     shape = eqn.outvars[0].aval.shape
     if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if compiled else MIN_SIZE):
         return None
@@ -157,11 +179,15 @@ def emit_run(gen, eqns, run, pos):
     by_rows = lead == 1  # axis 0 slices any array (broadcasts, transposes, pooled buffers)
     rows_shape = (size, *scratch_shape)
 
-    loop, operands = compiled_loop(gen, members, inputs, scalars, escaping)
-    if loop is None and not all(fusable(e) for e in members):
+    sums = [e for e in members if e.primitive is reduce_sum_p]
+    totals = [e.outvars[0] for e in sums]
+    full = [v for v in escaping if v not in totals]  # written by the loop in full
+    loop, operands = compiled_loop(gen, members, inputs, scalars, full, totals)
+    if loop is None and (sums or not all(fusable(e) for e in members)):
         # formed for a compiled loop that is not built after all (too many operands, the
         # compiler failed meanwhile): the members have no blocked form, run them eagerly
         loop, operands = eager_loop(gen, members, inputs, scalars, escaping)
+        full, sums, totals = escaping, [], []
     if loop is None:
         fname, scratch = _block_function(gen, members, inputs, scalars, escaping, defined)
 
@@ -174,24 +200,31 @@ def emit_run(gen, eqns, run, pos):
             if type(v) is Var and v in inputs:
                 read_at[v] = k
     def_at = {v: k for k, e in enumerate(members) for v in e.outvars}
-    for v in escaping:
+    for v in totals:
+        lines.append(f"{gen.bind(v)} = np.empty({v.aval.shape}, {gen.dtype(v.aval.dtype)})")
+    for v in (full if loop else escaping):
         dt = gen.dtype(v.aval.dtype)
-        full = gen.bind(v)
+        target = gen.bind(v)
         # an input dying here, read for the last time no later than v is written, or a dead
         # buffer; collapsed rows write through np.reshape, a view only of a C-contiguous
         # array, so there a buffer in another layout is replaced by a fresh one
         buf = next((name for x in inputs if read_at[x] <= def_at[v]
-                    and x.aval.dtype == v.aval.dtype
+                    and x.aval.dtype == v.aval.dtype and x.aval.shape == v.aval.shape
                     and (name := gen.planner.overwrite(x, run_pos))), None)
         buf = buf or gen.planner.take(v.aval)
-        fresh = f"np.empty({shape}, {dt})"
+        fresh = f"np.empty({v.aval.shape}, {dt})"
         if buf and not by_rows and loop is None:
             buf = f"{buf} if {buf}.flags.c_contiguous else {fresh}"
-        lines.append(f"{full} = {buf or fresh}")
+        lines.append(f"{target} = {buf or fresh}")
     if loop is not None:  # one compiled ufunc: NumPy broadcasts, strides and 0-d values
         args = [gen.src(v, False) for v in operands]
-        outs = ", ".join(gen.names[v] for v in escaping)
-        lines.append(f"{loop}({', '.join(args)}, out=({outs},))")
+        outs = ", ".join(gen.names[v] for v in (*full, *totals))
+        axes = ""
+        if sums and reduction_mode(sums[0]) == "cols":  # the core dimension leads
+            n_arrays = sum(1 for v in operands if v.aval.shape)
+            axes = ", axes=" + gen.hoist(call_axes(n_arrays, len(operands) - n_arrays,
+                                                   len(full), len(totals)), "ax")
+        lines.append(f"{loop}({', '.join(args)}, out=({outs},){axes})")
         return escaping
     def rows(src):  # the array as rows (itself when blocks slice axis 0)
         if by_rows:

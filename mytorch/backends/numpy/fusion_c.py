@@ -9,11 +9,12 @@ with a vectorised path (every array contiguous in the inner dimension) and a str
 
 import numpy as np
 
-from mytorch.backends.numpy import native
+from mytorch.backends.numpy import fusion_sums, native
 from mytorch.backends.numpy.emitters import native_dtypes
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
+from mytorch.lax.reductions import reduce_sum_p
 
 _C_OK = {}  # (primitive, dtypes, params) -> C template in a compiled loop, or None
 # digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
@@ -67,13 +68,14 @@ def _c_template(eqn):
     return elementwise_template(eqn)
 
 
-def compiled_loop(gen, members, inputs, scalars, escaping):
+def compiled_loop(gen, members, inputs, scalars, escaping, totals=()):
     """(the generated code's global name of the compiled ufunc computing the run, its
     operands: full-size arrays then 0-d values), or (None, None) where compiled loops are
     unavailable or an operation has no C expression. Inputs that broadcast a 0-d value are
-    read as that value. The loops of one generated function are built together when it
-    first runs (`native.Group`)."""
-    if not escaping or not native.available():
+    read as that value. A run with sums (`totals`, the results of its reduce_sum members)
+    is a generalized ufunc returning them after `escaping` (fusion_sums.py). The loops of
+    one generated function are built together when it first runs (`native.Group`)."""
+    if not (escaping or totals) or not native.available():
         return None, None
     subst = {v: gen.scalar_of[v] for v in inputs if v in gen.scalar_of}
     arrays = [v for v in inputs if v not in subst]
@@ -81,24 +83,26 @@ def compiled_loop(gen, members, inputs, scalars, escaping):
     for src in subst.values():
         if type(src) is Var and src not in zero_d:
             zero_d.append(src)
-    if len(arrays) + len(zero_d) + len(escaping) > native.MAX_ARGS:
+    if len(arrays) + len(zero_d) + len(totals) + len(escaping) > native.MAX_ARGS:
         return None, None
     try:
-        body = _loop_source(members, arrays, zero_d, escaping, subst)
+        body = _loop_source(members, arrays, zero_d, escaping, subst, totals)
     except TypeError:  # an operation or dtype without a C expression: ufunc blocks
         return None, None
     group = gen.__dict__.get("native_group")
     if group is None:
         group = gen.native_group = native.Group(gen.ns)
-    types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping)]
+    types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping, *totals)]
     doc = " ".join(e.primitive.name for e in members)
     name = gen.hoist(None, "nat")
     gen.__dict__.setdefault("loop_texts", []).append(
         f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
         + "".join(f"#   {line}\n" for line in body.splitlines()) + "\n")
-    fallback = _eager_run(gen.backend, members, arrays, zero_d, escaping, subst)
-    gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d), len(escaping),
-                             doc, fallback)
+    fallback = _eager_run(gen.backend, members, arrays, zero_d, [*escaping, *totals], subst)
+    sig = fusion_sums.signature(len(arrays), len(zero_d), len(escaping), len(totals)) \
+        if totals else None
+    gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d),
+                             len(escaping) + len(totals), doc, fallback, sig)
     return name, arrays + zero_d
 
 
@@ -116,7 +120,7 @@ def _eager_run(backend, members, inputs, scalars, escaping, subst):
         v = subst.get(v, v)
         return np.asarray(v.val, v.aval.dtype) if type(v) is Literal else env[v]
 
-    def run(*operands, out):
+    def run(*operands, out, axes=None):  # (axes: a generalized ufunc's, see fusion_sums)
         env = dict(zip((*inputs, *scalars), operands, strict=True))
         for e in members:
             args = [value(env, v) for v in e.invars]
@@ -129,7 +133,7 @@ def _eager_run(backend, members, inputs, scalars, escaping, subst):
     return run
 
 
-def _loop_source(members, inputs, scalars, escaping, subst):
+def _loop_source(members, inputs, scalars, escaping, subst, totals=()):
     """C++ of the run's ufunc inner loop `mt_loop`: the run's equations on element i of each
     input, in registers, stored to the outputs; a vectorised loop where every array is
     contiguous, a strided one otherwise (raises TypeError where an operation has no C
@@ -155,11 +159,19 @@ def _loop_source(members, inputs, scalars, escaping, subst):
         names[v] = literal(src.val, src.aval.dtype) if type(src) is Literal else names[src]
     for k, e in enumerate(members):
         out = e.outvars[0]
+        if e.primitive is reduce_sum_p:
+            body.append(None)
+            continue
         ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
                for v in e.invars]
         expr = _template(e).format(*ops)
         body.append(f"const {cx.ctype(out.aval.dtype)} t{k} = {expr};")
         names[out] = f"t{k}"
+    if totals:
+        mode = next(fusion_sums.reduction_mode(e) for e in members
+                    if e.primitive is reduce_sum_p)
+        return fusion_sums.loop_source(cx.ctype, lambda v: _mem(cx, v), members, inputs,
+                                       scalars, totals, escaping, names, body, mode)
     contiguous = " && ".join(f"steps[{k}] == sizeof({_mem(cx, v)})"
                              for k, v in enumerate(arrays) if v is not None)
     loads_fast = [f"const {cx.ctype(v.aval.dtype)} x{k} = in{k}[i];"

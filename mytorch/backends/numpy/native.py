@@ -76,14 +76,16 @@ _FACTORY = r"""
 #include <numpy/ufuncobject.h>
 #include <string.h>
 
-/* make(address, types, nin, nout, name, doc): a ufunc running the inner loop at `address`
-   for the dtype numbers in the bytes `types`. Its tables live as long as the process. */
+/* make(address, types, nin, nout, name, doc[, signature]): a ufunc running the inner loop
+   at `address` for the dtype numbers in the bytes `types`; a generalized ufunc where a
+   signature is given. Its tables live as long as the process. */
 static PyObject *mt_make(PyObject *self, PyObject *args) {
   unsigned long long address;
-  const char *types, *name, *doc;
+  const char *types, *name, *doc, *signature = NULL;
   Py_ssize_t ntypes;
   int nin, nout;
-  if (!PyArg_ParseTuple(args, "Ky#iiss", &address, &types, &ntypes, &nin, &nout, &name, &doc))
+  if (!PyArg_ParseTuple(args, "Ky#iiss|z", &address, &types, &ntypes, &nin, &nout, &name, &doc,
+                        &signature))
     return NULL;
   if (ntypes != nin + nout) {
     PyErr_SetString(PyExc_ValueError, "make: len(types) != nin + nout");
@@ -97,6 +99,9 @@ static PyObject *mt_make(PyObject *self, PyObject *args) {
   funcs[0] = (PyUFuncGenericFunction)(uintptr_t)address;
   data[0] = NULL;
   memcpy(codes, types, ntypes);
+  if (signature)
+    return PyUFunc_FromFuncAndDataAndSignature(funcs, data, codes, 1, nin, nout, PyUFunc_None,
+                                               name_copy, doc_copy, 0, signature);
   return PyUFunc_FromFuncAndData(funcs, data, codes, 1, nin, nout, PyUFunc_None, name_copy,
                                  doc_copy, 0);
 }
@@ -248,10 +253,11 @@ def compile_ufuncs(loops):
     """NumPy ufuncs for `loops`, built as one library (cached in memory and on disk).
 
     Args:
-      loops: [(body, types, nin, nout, doc)]: `body` is C++ defining `static void mt_loop(
-        char **args, const npy_intp *dims, const npy_intp *steps, void *data)` (NumPy's
-        inner loop; it may use the GPU backend's expression prelude and half types);
-        `types` the dtype numbers of the nin inputs and nout outputs.
+      loops: [(body, types, nin, nout, doc, signature)]: `body` is C++ defining `static
+        void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps, void *data)`
+        (NumPy's inner loop; it may use the GPU backend's expression prelude and half
+        types); `types` the dtype numbers of the nin inputs and nout outputs; `signature` a
+        generalized ufunc's ("(n),()->(n)") or None.
 
     Returns:
       one ufunc per loop.
@@ -272,12 +278,12 @@ def compile_ufuncs(loops):
             lib = _LIBS[key] = ctypes.CDLL(str(_build(text, "loops", FLAGS, ("-lmvec", "-lm"))))
         make = _factory().make
         out = []
-        for k, (_, types, nin, nout, doc) in enumerate(loops):
+        for k, (_, types, nin, nout, doc, signature) in enumerate(loops):
             fn = _UFUNCS.get((key, k))
             if fn is None:
                 address = ctypes.cast(getattr(lib, f"mt_loop_{k}"), ctypes.c_void_p).value
                 fn = _UFUNCS[key, k] = make(address, bytes(int(t) for t in types), nin, nout,
-                                            "fused_run", doc)
+                                            "fused_run", doc, signature)
             out.append(fn)
     return out
 
@@ -306,10 +312,10 @@ class Group:
         self.resolved = None
         self._lock = threading.Lock()
 
-    def add(self, name, body, types, nin, nout, doc, fallback):
-        """Register a loop whose ufunc the generated code calls as the global `name`;
-        returns the `Pending` to bind to that name."""
-        self.loops.append((body, tuple(types), nin, nout, doc))
+    def add(self, name, body, types, nin, nout, doc, fallback, signature=None):
+        """Register a loop whose ufunc (a generalized one where `signature` is given) the
+        generated code calls as the global `name`; returns the `Pending` to bind to it."""
+        self.loops.append((body, tuple(types), nin, nout, doc, signature))
         self.names.append(name)
         self.fallbacks.append(fallback)
         return Pending(self, len(self.loops) - 1)

@@ -107,7 +107,7 @@ def _compiled():
         body = body.replace(f"@FAST{tag}@", _rounds_c("key1", "key2", c1, c2, "o1[i]", "o2[i]"))
     u32 = np.dtype(_U32).num
     try:
-        return native.compile_ufuncs([(body, (u32,) * 6, 4, 2, "threefry2x32")])[0]
+        return native.compile_ufuncs([(body, (u32,) * 6, 4, 2, "threefry2x32", None)])[0]
     except (native.NativeCompileError, OSError, ImportError) as e:
         native.failed(e)
         return None
