@@ -17,8 +17,10 @@ from benchmarks.workloads import (
     w9_train_step,
     w10_data_parallel,
     w11_grad_bucketing,
+    w12_fused_sums,
 )
 
 WORKLOADS = {m.KEY: m for m in (w1_mlp_sgd, w2_dispatch, w3_first_call, w4_elementwise,
                                 w5_per_example_grads, w6_attention, w7_rnn_scan, w8_while_grad,
-                                w9_train_step, w10_data_parallel, w11_grad_bucketing)}
+                                w9_train_step, w10_data_parallel, w11_grad_bucketing,
+                                w12_fused_sums)}
