@@ -3,6 +3,8 @@ while loops and the while loop's reverse mode compiled into one generated loop e
 accumulators summed after the loop (control_flow_sink.py) and tapes kept as stacked rows.
 Checked against loops written in NumPy, and against the same jit with sinking off."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
-from mytorch.backends.numpy import control_flow_loops
+from mytorch.backends.numpy import control_flow_loops, fusion, native
 from mytorch.backends.numpy.tape import Tape, tape_segments, box
 
 
@@ -448,3 +450,31 @@ def test_y_from_a_reshaped_product_is_copied_not_misparsed():
         c = np.tanh(c + x)
         want.append(w @ c)
     np.testing.assert_allclose(np.asarray(f(mnp.asarray(xs))), np.stack(want), rtol=1e-6)
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 99), steps=st.integers(0, 5), reverse=st.booleans())
+def test_compiled_loops_in_a_loop_body_write_their_ys_in_place(x64, seed, steps, reverse):
+    """An RNN of width 8x32 (W7's): the body's elementwise runs are compiled loops from
+    LOOP_NATIVE_MIN_SIZE elements, their results written straight into the stacked ys, the
+    bias broadcast made once before the loop; loss and gradients match the float64 NumPy
+    loop and backward pass."""
+    if not native.available():
+        pytest.skip(f"no compiled loops here: {native.unavailable_reason()}")
+    assert 8 * 32 >= fusion.LOOP_NATIVE_MIN_SIZE
+    args = _rnn_args(seed, steps, 8, 16, 32)
+    f = mt.jit(mt.value_and_grad(rnn_loss, argnums=(0, 1, 2)), static_argnames="reverse")
+    text = f.lower(*map(mnp.asarray, args), reverse=reverse).as_text()
+    code = [line.strip() for line in text.splitlines() if not line.startswith("#")]
+    steps_code = code[next(i for i, c in enumerate(code) if c.startswith("for _lp_i")):]
+    assert any(c.startswith("_nat") for c in steps_code), text
+    # a fused loop's output buffer is the stack's slice, not a copy made after the call
+    assert any(re.fullmatch(r"v\d+ = _ys_\d+\[_lp_i\]", c) for c in steps_code), text
+    assert not any("_broadcast(" in c for c in steps_code), text
+    rev_args = [a[::-1] if i == 3 else a for i, a in enumerate(args)] if reverse else args
+    loss, want = rnn_reference(*rev_args)[0], rnn_reference(*rev_args)[1:]
+    got_loss, got = f(*map(mnp.asarray, args), reverse=reverse)
+    np.testing.assert_allclose(float(got_loss), loss, rtol=1e-10)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-8, atol=1e-10)

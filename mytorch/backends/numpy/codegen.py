@@ -58,6 +58,8 @@ except ImportError:  # pragma: no cover - other NumPy versions
 class Generator:
     """Generates the source of one function computing `jaxpr`; see the module docstring."""
 
+    native_min_size = None  # of a compiled fused run (fusion.find_runs' default)
+
     def __init__(self, jaxpr, consts, options, backend):
         donated, debug_nans = options.donated_flags(len(jaxpr.invars)), options.debug_nans
         self.jaxpr, self.name, self.debug_nans = jaxpr, _identifier(options.name), debug_nans
@@ -72,7 +74,7 @@ class Generator:
         if debug_nans:  # every equation is checked on its own: no fused blocks
             self.order, self.runs = list(range(len(jaxpr.eqns))), {}
         else:
-            self.order, self.runs = find_runs(jaxpr.eqns)
+            self.order, self.runs = find_runs(jaxpr.eqns, self.native_min_size)
         self.planner = BufferPlanner(jaxpr, self.order, self.runs, reuse=not debug_nans)
         self.blocks = []
         self._full = {}  # (fill bytes, shape, dtype) -> name of a constant array

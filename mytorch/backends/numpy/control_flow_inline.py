@@ -41,6 +41,7 @@ import re
 
 import numpy as np
 
+from mytorch.backends.numpy import fusion
 from mytorch.backends.numpy.codegen import Generator
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.backends.numpy.runtime import buffer_owners, unaliased
@@ -53,13 +54,15 @@ __all__ = ["Section", "LoopSource", "inlinable", "final"]
 _STRIDE = 1_000_000  # a secondary section's names are numbered from k * _STRIDE
 _sections = itertools.count(1)
 # views the body takes: np.transpose(x, (1, 0)), np.reshape(x, (1, 32)), x.reshape((1, 32)),
-# x.transpose((1, 0)), x.T, and _lp_full(x, (8, 32)) (Section.ufunc_args)
+# x.transpose((1, 0)), x.T, _lp_full(x, (8, 32)) (Section.ufunc_args) and _broadcast(x, ...)
 _TUPLE = r"\([0-9, ]*\)"
 _VIEWS = (
     re.compile(rf"np\.(?P<fn>transpose|reshape)\((?P<name>\w+), (?P<arg>{_TUPLE})\)"),
     re.compile(rf"\b(?P<name>[A-Za-z_]\w*)\.(?P<fn>transpose|reshape)\((?P<arg>{_TUPLE})\)"),
     re.compile(r"\b(?P<name>[A-Za-z_]\w*)\.(?P<fn>T)\b"),
-    re.compile(rf"(?P<fn>_lp_full)\((?P<name>\w+), (?P<arg>{_TUPLE})\)"))
+    re.compile(rf"(?P<fn>_lp_full)\((?P<name>\w+), (?P<arg>{_TUPLE})\)"),
+    # a broadcast read by a compiled loop (fusion.py): _broadcast(x, shape, ...)
+    re.compile(rf"(?P<fn>_broadcast)\((?P<name>\w+), (?P<arg>{_TUPLE}(?:, {_TUPLE}){{3}})\)"))
 _FULL_MAX = 1 << 14  # broadcasts of invariant inputs up to this size are made in full
 # binary ops on 0-d values written as Python operators: on NumPy scalars (what reductions
 # and these operators return) they take NumPy's scalar fast path, same dtype rules as the
@@ -87,6 +90,8 @@ class Section(Generator):
     A 0-d output may be a NumPy scalar rather than a 0-d array (the loop passes it to the
     next step as it is, and wraps the final carries: `final`); binary arithmetic,
     comparisons and bitwise logic on 0-d operands are Python operators (`_SCALAR_OPS`)."""
+
+    native_min_size = fusion.LOOP_NATIVE_MIN_SIZE  # run once per step
 
     def __init__(self, g, jaxpr, name, ns, invariant=0, primary=False):
         self._start = 0 if primary else next(_sections) * _STRIDE

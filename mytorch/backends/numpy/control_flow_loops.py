@@ -65,6 +65,12 @@ _DEF = re.compile(r"^(?P<name>v\d+) = (?P<call>np_\w+|np\.matmul)\((?P<args>.*?)
                   r"(?:, out=\w+)?\)$")
 
 
+# a compiled fused loop's call (fusion.py) and the lines giving its output buffers: a fresh
+# array, or a dying operand's buffer written over
+_LOOP_CALL = re.compile(r"^_(?:nat|run)\w*\(.*, out=\((?P<outs>[\w, ]+),\)(?:, axes=\w+)?\)$")
+_BUFFER = re.compile(r"^(?P<name>v\d+) = (?:np\.empty\(.*\)|v\d+)$")
+
+
 def _balanced(text):
     """Whether the parentheses of `text` nest (so `f(<text>)` ends at its last `)`)."""
     depth = 0
@@ -78,13 +84,21 @@ def _balanced(text):
 def _write_into(lines, writes):
     """`lines` with the results that `writes` ((expression, aval, target) for each
     stacked output: `target` a step's slice such as `_ys_3[_lp_i]`) are computed by a ufunc
-    or matmul written there directly (`out=target`) instead of copied after. Returns (the
-    lines, the (target, expression) copies still needed, the names now views of a stack)."""
-    where = {}
+    or matmul written there directly (`out=target`), or by a compiled fused loop into that
+    slice as its output buffer, instead of copied after. Returns (the lines, the (target,
+    expression) copies still needed, the names now views of a stack)."""
+    where, loop_outs = {}, set()
+    for text in lines:
+        m = _LOOP_CALL.match(text)
+        if m is not None:
+            loop_outs.update(n.strip() for n in m["outs"].split(","))
     for k, text in enumerate(lines):
         m = _DEF.match(text)
         if m is not None and _balanced(m["args"]):  # the call is the whole expression
             where[m["name"]] = k, m
+        m = _BUFFER.match(text)
+        if m is not None and m["name"] in loop_outs and m["name"] not in where:
+            where[m["name"]] = k, None
     lines, copies, moved = list(lines), [], set()
     for out, aval, target in writes:
         hit = where.get(out) if aval.shape and out not in moved else None
@@ -92,7 +106,10 @@ def _write_into(lines, writes):
             copies.append((target, out))
             continue
         k, m = hit
-        lines[k] = f"{m['name']} = {m['call']}({m['args']}, out={target})"
+        if m is None:  # a fused loop's output buffer: the stack's slice instead
+            lines[k] = f"{out} = {target}"
+        else:
+            lines[k] = f"{m['name']} = {m['call']}({m['args']}, out={target})"
         moved.add(out)
     return lines, copies, moved
 

@@ -31,19 +31,24 @@ from mytorch.lax.reductions import reduce_sum_p
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 # with compiled loops (native.py) a run is one call instead of one per operation
-NATIVE_MIN_SIZE = 1 << 9  # (W7's 8x32 RNN steps are faster as separate ufunc calls)
+NATIVE_MIN_SIZE = 1 << 9  # (smaller arrays: a ufunc per operation costs no more)
+# ... in a loop's body (control_flow_inline.Section), run once per step, from this size: a
+# compiled call costs about what one ufunc call does (W7's 8x32 RNN step: 0.56x -> 0.46x)
+LOOP_NATIVE_MIN_SIZE = 1 << 7
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
 
-def find_runs(eqns):
+def find_runs(eqns, native_min_size=None):
     """(emission order: equation indices, {index of a run's first equation: the run's
     equation indices}) of the fusable runs. Equations that do not read the open run's
     results (and have no effects) are emitted before it, so they do not break it; those
     are searched for runs of their own (an optimiser's updates of parameters of several
-    shapes, interleaved, become one run per shape)."""
+    shapes, interleaved, become one run per shape). Compiled runs have at least
+    `native_min_size` elements (NATIVE_MIN_SIZE by default)."""
     compiled = native.available()
-    shapes = [_run_shape(e, compiled) for e in eqns]
+    least = (native_min_size or NATIVE_MIN_SIZE) if compiled else MIN_SIZE
+    shapes = [_run_shape(e, compiled, least) for e in eqns]
     return _schedule(eqns, shapes, list(range(len(eqns))))
 
 
@@ -100,16 +105,16 @@ def _sum_kind(eqn):
     return (mode, eqn.outvars[0].aval.dtype) if mode else None
 
 
-def _run_shape(eqn, compiled):
-    """The shape of the run `eqn` may belong to, or None (cheap tests first). A sum a
-    compiled loop computes belongs to runs of its operand's shape."""
+def _run_shape(eqn, compiled, least):
+    """The shape of the run `eqn` may belong to (at least `least` elements), or None (cheap
+    tests first). A sum a compiled loop computes belongs to runs of its operand's shape."""
     if len(eqn.outvars) != 1:
         return None
     if compiled and eqn.primitive is reduce_sum_p:
         shape = eqn.invars[0].aval.shape
-        return shape if reduction_mode(eqn) and math.prod(shape) >= NATIVE_MIN_SIZE else None
+        return shape if reduction_mode(eqn) and math.prod(shape) >= least else None
     shape = eqn.outvars[0].aval.shape
-    if not shape or math.prod(shape) < (NATIVE_MIN_SIZE if compiled else MIN_SIZE):
+    if not shape or math.prod(shape) < least:
         return None
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
