@@ -84,15 +84,8 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
         block += ["  " + z for z in zs]
         block += [f"  {t} r{k}[{BLOCK}];" for k in range(len(sums))]
         block += ["  if (c.unit) {"]
-        for k, ty, _ in typed:
-            block += [f"    {ty} sp{k}[{BLOCK}];",
-                      f"    if (steps[{core[k]}] == 0) for (int j = 0; j < m; j++) "
-                      f"sp{k}[j] = *(const {ty} *)(args[{k}] + o * steps[{k}]);",
-                      f"    const {ty} *in{k} = steps[{core[k]}] == 0 ? sp{k} : "
-                      f"(const {ty} *)(args[{k}] + o * steps[{k}]) + lo;"]
-        for j, ty, _ in outs:
-            block.append(f"    {ty} *out{j - first_out} = ({ty} *)(args[{j}] + "
-                         f"o * steps[{j}]) + lo;")
+        block += _pointers(typed, outs, first_out, "    ", lambda k: f"steps[{core[k]}]",
+                           lambda k: f"args[{k}] + o * steps[{k}]", "lo")
         block += ["    #pragma omp simd", "    for (npy_intp i = 0; i < m; i++) {"]
         block += ["      " + st for st in loads + stmts + stores]
         block += [f"      r{k}[i] = {op};" for k, op in enumerate(operand)]
@@ -137,15 +130,8 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
         lines += ["    for (npy_intp r = 0; r < n; r++) {",  # rows in order, streamed
                   f"      for (npy_intp o0 = 0; o0 < loops; o0 += {BLOCK}) {{",
                   f"        const npy_intp m = loops - o0 < {BLOCK} ? loops - o0 : {BLOCK};"]
-        for k, ty, _ in typed:
-            lines += [f"        {ty} sp{k}[{BLOCK}];",
-                      f"        if (steps[{k}] == 0) for (int j = 0; j < m; j++) "
-                      f"sp{k}[j] = *(const {ty} *)(args[{k}] + r * steps[{core[k]}]);",
-                      f"        const {ty} *in{k} = steps[{k}] == 0 ? sp{k} : "
-                      f"(const {ty} *)(args[{k}] + r * steps[{core[k]}]) + o0;"]
-        for j, ty, _ in outs:
-            lines.append(f"        {ty} *out{j - first_out} = ({ty} *)(args[{j}] + "
-                         f"r * steps[{core[j]}]) + o0;")
+        lines += _pointers(typed, outs, first_out, "        ", lambda k: f"steps[{k}]",
+                           lambda k: f"args[{k}] + r * steps[{core[k]}]", "o0")
         lines += ["        #pragma omp simd", "        for (npy_intp i = 0; i < m; i++) {"]
         lines += ["          " + st for st in loads + stmts + stores]
         lines += [f"          acc{k}[o0 + i] += {op};" for k, op in enumerate(operand)]
@@ -165,6 +151,22 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
                   for k in range(len(sums))]
         lines += ["  }", "}"]
     return _helpers(t) + "\n".join(lines) + "\n"
+
+
+def _pointers(typed, outs, first_out, pad, step, base, offset):
+    """C lines setting in{k} and out{k} to a chunk of m values `offset` past `base(k)`;
+    an input whose `step(k)` is 0 (its one value along the chunk) reads a buffer of m
+    copies of it instead, so the chunk's loop vectorises."""
+    lines = []
+    for k, ty, _ in typed:
+        lines += [f"{pad}{ty} sp{k}[{BLOCK}];",
+                  f"{pad}if ({step(k)} == 0) for (int j = 0; j < m; j++) "
+                  f"sp{k}[j] = *(const {ty} *)({base(k)});",
+                  f"{pad}const {ty} *in{k} = {step(k)} == 0 ? sp{k} : "
+                  f"(const {ty} *)({base(k)}) + {offset};"]
+    for j, ty, _ in outs:
+        lines.append(f"{pad}{ty} *out{j - first_out} = ({ty} *)({base(j)}) + {offset};")
+    return lines
 
 
 def _helpers(t):
