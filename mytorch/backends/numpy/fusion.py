@@ -31,7 +31,7 @@ from mytorch.lax.reductions import reduce_sum_p
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
 # with compiled loops (native.py) a run is one call instead of one per operation
-NATIVE_MIN_SIZE = 1 << 9  # (smaller arrays: a ufunc per operation costs no more)
+NATIVE_MIN_SIZE = 1 << 9  # (smaller: few ufunc calls to save, no compiler run for them)
 # ... in a loop's body (control_flow_inline.Section), run once per step, from this size: a
 # compiled call costs about what one ufunc call does (W7's 8x32 RNN step: 0.56x -> 0.46x)
 LOOP_NATIVE_MIN_SIZE = 1 << 7
@@ -63,8 +63,8 @@ def _schedule(eqns, shapes, idx):
             k += 1
             continue
         run, defined, hoisted = [i], set(eqns[i].outvars), []
-        # a run's sums (fusion_c.reduction_mode) are of one kind and dtype, and are read by
-        # no member of the run
+        # a run's sums (fusion_sums.reduction_mode) are of one kind and dtype, and are read
+        # by no member of the run
         kind = _sum_kind(eqns[i])
         summed = set(eqns[i].outvars) if kind else set()
         m = k + 1
