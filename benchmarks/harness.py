@@ -206,13 +206,15 @@ def _leaves(tree):
 
 # ---- timing -------------------------------------------------------------------------------
 def _calibrate(fn, min_sample_s):
-    """Calls per sample so that one sample lasts at least min_sample_s."""
+    """Calls per sample so that one sample lasts at least min_sample_s, from the fastest of
+    three calls (the second and third call of a jitted function may still do one-time
+    work, such as generating its cache-hit path; only a call over a second ends early)."""
     best = math.inf
     for _ in range(3):
         t0 = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
-        if best > min_sample_s:
+        if best > 1.0:
             break
     return max(1, math.ceil(min_sample_s / max(best, 1e-9))), best
 

@@ -36,12 +36,15 @@ from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
 from mytorch.errors import NonHashableStaticArgError, RetraceWarning
 from mytorch.jit_keys import fast_key, list_key, list_leaves
 from mytorch.jit_rules import jit_p
+from mytorch.jit_trees import MISS, tree_runner
 from mytorch.jit_stages import Lowered, Traced  # noqa: F401  (Lowered: for users' isinstance)
 from mytorch.transforms.closure import trace_closed_over
 
 __all__ = ["jit", "disable_jit", "clear_caches", "eval_shape"]
 
 _MAX_SIGNATURES = 64  # compiled signatures kept per jitted function (least recently used go)
+_MAX_TREE_RUNNERS = 4  # guarded flatteners tried in turn on a call with pytree arguments
+TREES = object()  # the key of those flatteners in a cache's `fast` dict
 _AUTO_EXPLAIN_AFTER = 5  # retraces after which a warning explains each further one
 _disabled = threading.local()
 _caches = weakref.WeakSet()  # every _Cache (for disable_jit, clear_caches, config updates)
@@ -140,7 +143,7 @@ class _Entry:
     """One traced signature: its jaxpr, output tree and (once run eagerly) executable."""
 
     __slots__ = ("closed", "flat", "out_tree", "signature", "executable", "donated",
-                 "cacheable", "timings", "runner")
+                 "cacheable", "timings", "runner", "tree_calls")
 
 
 class _Cache:
@@ -249,6 +252,12 @@ class JitFunction:
                 run = self._fast.get(list_key(args, leaves))
                 if run is not None:
                     return run(leaves)
+            trees = self._fast.get(TREES)
+            if trees is not None:  # pytree arguments: generated, guarded flatteners
+                for run in trees:
+                    out = run(args)
+                    if out is not MISS:
+                        return out
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -284,7 +293,21 @@ class JitFunction:
             run = entry.runner = exe.make_runner(entry.out_tree)
         if key is not None:
             self._fast[key] = run
+        elif entry.cacheable and not kwargs and entry.tree_calls < 2:
+            entry.tree_calls += 1  # generated on the second call here: a signature called
+            if entry.tree_calls == 2:  # once or twice does not pay for it
+                self._add_tree_runner(entry, args, leaves, run)
         return run(leaves)
+
+    def _add_tree_runner(self, entry, args, leaves, run):
+        """Generate the guarded flattener of this signature (jit_trees.tree_runner) for
+        later calls with pytree arguments; the most recent few are kept."""
+        if self._static_nums or self._neg_static or self._static_raw:
+            return
+        flat = tree_runner(entry.signature[0], args, leaves, entry.signature[4], run)
+        if flat is not None:
+            trees = self._fast.get(TREES) or []
+            self._fast[TREES] = [flat] + trees[:_MAX_TREE_RUNNERS - 1]
 
     def _prepare(self, args, kwargs, abstract=False):
         """Flatten the arguments; find (or trace) the entry for their signature. With
@@ -350,7 +373,7 @@ class JitFunction:
         _warn_unrolled(closed)
         entry = _Entry()
         entry.closed, entry.out_tree, entry.executable = closed, store["tree"], None
-        entry.runner = None
+        entry.runner, entry.tree_calls = None, 0
         entry.flat = jaxpr  # consts then arguments as invars: what jit_p carries
         entry.signature, entry.donated = key, donated or (False,) * len(leaves)
         entry.cacheable = not any(isinstance(c, Tracer) for c in consts)

@@ -20,7 +20,8 @@ from mytorch.core.dtypes import is_opaque
 from mytorch.core.jaxpr import ClosedJaxpr
 from mytorch.core.primitive import Primitive
 from mytorch.core.trace import is_differentiated, is_known
-from mytorch.core.tree_util import tree_structure, tree_unflatten
+from mytorch.core.tree_util import tree_structure
+from mytorch.jit_trees import tree_expression
 from mytorch.transforms.call_rules import clear_rule_caches, def_call_rules, rule_cache
 from mytorch.transforms.partial_eval import partial_eval_jaxpr
 
@@ -72,18 +73,16 @@ class Executable:
         lines.append(f"    c = {committed}")
         wraps = [f"AI(r[{j}], {w}, dev, c)" for j, w in enumerate(self.out_weak)]
         n_out = len(wraps)
+        ns = {"fn": self.fn, "AI": ArrayImpl, "dev": self.device, "_take": _take,
+              "_buffer": _buffer, "_donate": self._donate, "_name": self.name}
         if out_tree.num_nodes == 1 and out_tree.num_leaves == 1:
             lines.append(f"    return {wraps[0]}")
         elif out_tree == _flat_structure(tuple, n_out):
             lines.append(f"    return ({', '.join(wraps)}{',' if n_out == 1 else ''})")
         elif out_tree == _flat_structure(list, n_out):
             lines.append(f"    return [{', '.join(wraps)}]")
-        else:
-            lines.append(f"    return unflatten(tree, [{', '.join(wraps)}])")
-        ns = {"fn": self.fn, "AI": ArrayImpl, "dev": self.device, "_take": _take,
-              "_buffer": _buffer,
-              "_donate": self._donate, "_name": self.name, "unflatten": tree_unflatten,
-              "tree": out_tree}
+        else:  # the structure written out (jit_trees.tree_expression)
+            lines.append(f"    return {tree_expression(out_tree, wraps, ns)}")
         exec(compile("\n".join(lines), f"<jit runner {self.name}>", "exec"), ns)
         return ns["run"]
 

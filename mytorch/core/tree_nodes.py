@@ -11,11 +11,13 @@ from mytorch.core.tree_paths import DictKey, GetAttrKey, SequenceKey
 class _Node:
     """How one node type flattens; `ident` means flatten(x) is (x, None), as for tuples."""
 
-    __slots__ = ("type", "flatten", "flatten_with_keys", "unflatten", "describe", "fmt", "ident")
+    __slots__ = ("type", "flatten", "flatten_with_keys", "unflatten", "describe", "fmt", "ident",
+                 "fields")
 
     def __init__(self, typ, flatten, flatten_with_keys, unflatten, describe, fmt, ident=False):
         self.type, self.flatten, self.flatten_with_keys = typ, flatten, flatten_with_keys
         self.unflatten, self.describe, self.fmt, self.ident = unflatten, describe, fmt, ident
+        self.fields = None  # see declare_fields
 
 
 _registry = {}  # explicitly registered node types (builtins included) -> _Node
@@ -103,6 +105,14 @@ _add(_Node(collections.defaultdict, _ddict_flatten,
            lambda aux, p: f"defaultdict({getattr(aux[0], '__name__', repr(aux[0]))}, "
                           f"{_fmt_dict(aux[1], p)})"))
 _DICT_NODE = _registry[dict]
+
+
+def declare_fields(typ, data, meta):
+    """Declare that the registered node type `typ` flattens as ``([x.__dict__[n] for n in
+    data], tuple(x.__dict__[n] for n in meta))`` and unflattens to a new instance (made
+    without ``__init__``) whose ``__dict__`` holds the meta then the data fields, so that
+    generated code (jit_trees) may read and build its instances directly."""
+    _registry[typ].fields = (tuple(data), tuple(meta))
 
 
 def _namedtuple_node(typ, fields):

@@ -24,6 +24,7 @@ import numpy as np
 from mytorch.core.array import Array
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import Tracer
+from mytorch.core.tree_nodes import declare_fields
 from mytorch.core.tree_util import GetAttrKey, register_pytree_with_keys, tree_flatten
 
 __all__ = [
@@ -142,6 +143,7 @@ def _register(cls):
         return self
 
     register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
+    declare_fields(cls, data, meta)  # jit's generated flatteners read __dict__ directly
 
 
 class Module(metaclass=_ModuleMeta):
