@@ -7,6 +7,7 @@ Arithmetic, comparisons, conversions and bit operations must match the eager Num
 bit for bit; functions computed by a vector math library (exp, tanh, ...) within a few ulp.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -365,6 +366,31 @@ def test_size_threshold():
         assert ("_nat" in text) == compiled, text
         assert ("a compiled loop (sub exp mul max add)" in text) == compiled, text
         _assert_matches("exp", mt.jit(f)(x, s), f(mnp.asarray(x), s))
+
+
+def test_long_small_runs_join_a_library_built_anyway():
+    """In a function that compiles a large run, a run of at least NATIVE_SMALL_LENGTH
+    equations on small arrays (an optimiser's bias updates) is compiled too; a shorter one,
+    or one in a function with no large run, stays NumPy ufunc calls."""
+    def update(w, gw, b, gb, long):
+        w2 = w * mnp.exp(gw * 0.1) * 0.5  # products only: no cancellation magnifies ulps
+        b2 = b - 0.1 * gb
+        if long:  # an Adam-like update of the small array: eight more equations
+            b2 = mnp.sqrt(mnp.abs(b2) + 1e-3) * mnp.sign(b2) / (1.0 + b2 * b2) - gb * 0.5
+        return w2, b2
+
+    rng = np.random.default_rng(0)
+    big = [rng.standard_normal((64, 64)).astype(np.float32) for _ in range(2)]
+    small = [rng.standard_normal(10).astype(np.float32) for _ in range(2)]
+    for with_big, long, loops in ((True, True, 2), (True, False, 1), (False, True, 0)):
+        w, gw = big if with_big else [a[:1, :4] for a in big]
+        f = functools.partial(update, long=long)
+        mt.clear_caches()
+        text = mt.jit(f).lower(w, gw, *small).compile().as_text()
+        assert text.count(": a compiled loop (") == loops, text
+        want = f(*[mnp.asarray(a) for a in (w, gw, *small)])
+        for got, expected in zip(mt.jit(f)(w, gw, *small), want, strict=True):
+            _assert_matches("exp", got, expected)  # exp and sqrt: within a few ulp
 
 
 @settings(max_examples=25, deadline=None)

@@ -35,6 +35,9 @@ NATIVE_MIN_SIZE = 1 << 9  # (smaller: few ufunc calls to save, no compiler run f
 # ... in a loop's body (control_flow_inline.Section), run once per step, from this size: a
 # compiled call costs about what one ufunc call does (W7's 8x32 RNN step: 0.56x -> 0.46x)
 LOOP_NATIVE_MIN_SIZE = 1 << 7
+# ... or, in a function compiling some run anyway, from this many equations: one call
+# instead of many (an optimiser's updates of the biases)
+NATIVE_SMALL_LENGTH = 8
 MIN_LENGTH = 2
 MIN_BLOCK = 1024  # elements
 
@@ -49,10 +52,14 @@ def find_runs(eqns, native_min_size=None):
     compiled = native.available()
     least = (native_min_size or NATIVE_MIN_SIZE) if compiled else MIN_SIZE
     shapes = [_run_shape(e, compiled, least) for e in eqns]
-    return _schedule(eqns, shapes, list(range(len(eqns))))
+    order, runs = _schedule(eqns, shapes, list(range(len(eqns))))
+    if compiled and runs:  # a library is built anyway: long runs of small arrays join it
+        shapes = [_run_shape(e, compiled, 1) for e in eqns]
+        order, runs = _schedule(eqns, shapes, list(range(len(eqns))), least)
+    return order, runs
 
 
-def _schedule(eqns, shapes, idx):
+def _schedule(eqns, shapes, idx, least=None):
     """find_runs over the equations `idx` (indices in program order)."""
     order, runs, k = [], {}, 0
     while k < len(idx):
@@ -86,11 +93,12 @@ def _schedule(eqns, shapes, idx):
             else:
                 break
             m += 1
-        if len(run) < MIN_LENGTH:  # no run starts here; later equations may start one
+        if len(run) < (MIN_LENGTH if least is None or math.prod(shape) >= least
+                       else NATIVE_SMALL_LENGTH):  # no run starts here; a later one may
             order.append(i)
             k += 1
             continue
-        sub_order, sub_runs = _schedule(eqns, shapes, hoisted)
+        sub_order, sub_runs = _schedule(eqns, shapes, hoisted, least)
         order += sub_order
         runs.update(sub_runs)
         order.append(i)
