@@ -37,12 +37,19 @@ class Executable:
     """A compiled jaxpr: `call(arrays) -> arrays`, plus its generated text and timings."""
 
     def __init__(self, fn, text, jaxpr, options, timings):
-        self.fn, self.text, self.jaxpr, self.options = fn, text, jaxpr, options
+        self.fn, self._text, self.jaxpr, self.options = fn, text, jaxpr, options
         self.device, self.name = options.device, options.name
         self.donated = options.donated_flags(len(jaxpr.jaxpr.invars))
         self.timings = timings
         self.out_weak = tuple(a.weak_type for a in jaxpr.out_avals)
         self._donate = self.device.backend.donate
+
+    @property
+    def text(self):
+        """The generated source (a backend may give a function making it on demand)."""
+        if callable(self._text):
+            self._text = self._text()
+        return self._text
 
     def call(self, args):
         dev = self.device

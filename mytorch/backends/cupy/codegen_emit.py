@@ -1,6 +1,8 @@
 """The statements of a fused kernel's body: each value of a group computed at an index
 (codegen.py's module doc describes the scheme), and exact C constants."""
 
+import struct
+
 import numpy as np
 
 from mytorch.backends.cupy import expressions as cx
@@ -148,6 +150,30 @@ def elementwise_template(eqn):
 def literal(val, dtype):
     """A C expression of the constant `val` as `dtype`, exact (bit patterns for floats)."""
     dtype = np.dtype(dtype)
+    t = type(val)  # memoised by type and bits: -0.0 and NaN payloads stay apart
+    if t is float:
+        key = (t, struct.pack("<d", val), dtype)
+    elif t is complex:
+        key = (t, struct.pack("<dd", val.real, val.imag), dtype)
+    elif t is bool or t is int:
+        key = (t, val, dtype)
+    else:  # NumPy scalars and 0-d arrays (a Literal's value)
+        a = np.asarray(val)
+        if a.ndim:
+            return _literal(val, dtype)
+        key = (a.dtype, a.tobytes(), dtype)
+    text = _LITERALS.get(key)
+    if text is None:
+        if len(_LITERALS) > 4096:  # bounded: a sweep over constants must not grow it
+            _LITERALS.clear()
+        text = _LITERALS[key] = _literal(val, dtype)
+    return text
+
+
+_LITERALS = {}
+
+
+def _literal(val, dtype):
     a = np.asarray(val).astype(dtype).reshape(())
     if dtype == np.bool_:
         return "true" if bool(a) else "false"

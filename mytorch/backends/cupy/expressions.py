@@ -40,6 +40,8 @@ The semantics, dtype by dtype, are the NumPy kernels':
   of complex128, have no expression (TypeError).
 """
 
+import functools
+
 import numpy as np
 
 from mytorch.backends.cupy.complex_c import COMPLEX_PARTS, complex_helpers
@@ -69,6 +71,7 @@ _FLOATS = {np.dtype(np.float32): ("f32", "float", "f"), np.dtype(np.float64): ("
 _UNSIGNED = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 
 
+@functools.lru_cache(maxsize=None)  # the code generators ask for it per value and path
 def ctype(dtype):
     """The C type holding one element of `dtype`."""
     dtype = np.dtype(dtype)

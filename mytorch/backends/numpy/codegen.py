@@ -33,6 +33,7 @@ import numpy as np
 
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
+from mytorch.backends.numpy.fusion_c import loop_comment
 from mytorch.backends.numpy.peephole import prepare
 from mytorch.backends.planner import BufferPlanner, emitted
 from mytorch.core import profiling
@@ -119,7 +120,7 @@ class Generator:
         options = dataclasses.replace(self.options, donated=(), name=f"{self.name}_{name}")
         fn, text = generate(jaxpr, list(consts), options, self.backend)
         glob = self.hoist(fn, name)
-        self.sub_texts.append(text)
+        self.sub_texts.append(text() if callable(text) else text)
         return glob
 
     def ufunc(self, name):
@@ -388,8 +389,12 @@ def generate(jaxpr, consts, options, backend):
     src = gen.source()
     code = compile(src, f"<jit {options.name}>", "exec")
     exec(code, gen.ns)
-    # the C++ of compiled loops is shown by as_text, not compiled as Python comments
-    return gen.ns[gen.name], "".join(gen.__dict__.get("loop_texts", ())) + src
+    # the C++ of compiled loops is shown by as_text (formatted when it is asked for), not
+    # compiled as Python comments
+    loops = gen.__dict__.get("loop_texts", ())
+    if not loops:
+        return gen.ns[gen.name], src
+    return gen.ns[gen.name], lambda: "".join(loop_comment(*t) for t in loops) + src
 
 
 def _identifier(name):

@@ -51,11 +51,13 @@ def find_runs(eqns, native_min_size=None):
     `native_min_size` elements (NATIVE_MIN_SIZE by default)."""
     compiled = native.available()
     least = (native_min_size or NATIVE_MIN_SIZE) if compiled else MIN_SIZE
-    shapes = [_run_shape(e, compiled, least) for e in eqns]
+    fits = [_run_shape(e, compiled) for e in eqns]  # any size
+    shapes = [s if s is not None and math.prod(s) >= least else None for s in fits]
     order, runs = _schedule(eqns, shapes, list(range(len(eqns))))
-    if compiled and runs:  # a library is built anyway: long runs of small arrays join it
-        shapes = [_run_shape(e, compiled, 1) for e in eqns]
-        order, runs = _schedule(eqns, shapes, list(range(len(eqns))), least)
+    # a library is built anyway: long runs of small arrays join it
+    if compiled and runs and sum(s is not None for s in fits) - sum(
+            s is not None for s in shapes) >= NATIVE_SMALL_LENGTH:
+        order, runs = _schedule(eqns, fits, list(range(len(eqns))), least)
     return order, runs
 
 
@@ -113,16 +115,16 @@ def _sum_kind(eqn):
     return (mode, eqn.outvars[0].aval.dtype) if mode else None
 
 
-def _run_shape(eqn, compiled, least):
-    """The shape of the run `eqn` may belong to (at least `least` elements), or None (cheap
-    tests first). A sum a compiled loop computes belongs to runs of its operand's shape."""
+def _run_shape(eqn, compiled):
+    """The shape of the run `eqn` may belong to, of any size (find_runs applies the size
+    thresholds), or None (cheap tests first). A sum a compiled loop computes belongs to runs
+    of its operand's shape."""
     if len(eqn.outvars) != 1:
         return None
     if compiled and eqn.primitive is reduce_sum_p:
-        shape = eqn.invars[0].aval.shape
-        return shape if reduction_mode(eqn) and math.prod(shape) >= least else None
+        return eqn.invars[0].aval.shape if reduction_mode(eqn) else None
     shape = eqn.outvars[0].aval.shape
-    if not shape or math.prod(shape) < least:
+    if not shape:
         return None
     for v in eqn.invars:
         if v.aval.shape and v.aval.shape != shape:
@@ -195,7 +197,8 @@ def emit_run(gen, eqns, run, pos):
     sums = [e for e in members if e.primitive is reduce_sum_p]
     totals = [e.outvars[0] for e in sums]
     full = [v for v in escaping if v not in totals]  # written by the loop in full
-    loop, operands = compiled_loop(gen, members, inputs, scalars, full, totals)
+    small = math.prod(shape) < (gen.native_min_size or NATIVE_MIN_SIZE)
+    loop, operands = compiled_loop(gen, members, inputs, scalars, full, totals, small)
     if loop is None and (sums or not all(fusable(e) for e in members)):
         # formed for a compiled loop that is not built after all (too many operands, the
         # compiler failed meanwhile): the members have no blocked form, run them eagerly

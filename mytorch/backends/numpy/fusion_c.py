@@ -16,7 +16,7 @@ from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
 from mytorch.lax.reductions import reduce_sum_p
 
-_C_OK = {}  # (primitive, dtypes, params) -> C template in a compiled loop, or None
+_C_OK = {}  # (primitive, *dtypes, *params) -> C template in a compiled loop, or None
 # digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
 # glibc's) move float64 results by up to ~100 ulp: left to the NumPy kernels, as is lgamma
 # (glibc's scalar function either way, nothing to vectorise). Complex values are left to
@@ -40,14 +40,16 @@ def _template(eqn):
     if prim is not add_any_p and prim.kind != "elementwise" or prim.effectful \
             or prim in _NOT_COMPILED:
         return None
-    dts = tuple(v.aval.dtype for v in (*eqn.invars, *eqn.outvars))
-    key = (prim, dts, tuple(sorted(eqn.params.items())))
+    params = eqn.params
+    key = (prim, *[v.aval.dtype for v in eqn.invars], *[v.aval.dtype for v in eqn.outvars],
+           *(sorted(params.items()) if params else ()))
     try:
         found = _C_OK.get(key, False)
     except TypeError:  # an unhashable parameter
         key, found = None, False
     if found is False:
         found = None
+        dts = [v.aval.dtype for v in (*eqn.invars, *eqn.outvars)]
         if (native_dtypes(eqn) and not any(d.kind == "c" for d in dts)
                 and (prim is not integer_pow_p or eqn.params["y"] in (2, 3))):
             y = eqn.params.get("y") if prim is integer_pow_p else None
@@ -68,13 +70,15 @@ def _c_template(eqn):
     return elementwise_template(eqn)
 
 
-def compiled_loop(gen, members, inputs, scalars, escaping, totals=()):
+def compiled_loop(gen, members, inputs, scalars, escaping, totals=(), small=False):
     """(the generated code's global name of the compiled ufunc computing the run, its
     operands: full-size arrays then 0-d values), or (None, None) where compiled loops are
     unavailable or an operation has no C expression. Inputs that broadcast a 0-d value are
     read as that value. A run with sums (`totals`, the results of its reduce_sum members)
-    is a generalized ufunc returning them after `escaping` (fusion_sums.py). The loops of
-    one generated function are built together when it first runs (`native.Group`)."""
+    is a generalized ufunc returning them after `escaping` (fusion_sums.py). A `small` run
+    (under the generator's compiled size: fusion.find_runs) gets one contiguous loop and no
+    broadcast path. The loops of one generated function are built together when it first
+    runs (`native.Group`)."""
     if not (escaping or totals) or not native.available():
         return None, None
     subst = {v: gen.scalar_of[v] for v in inputs if v in gen.scalar_of}
@@ -86,7 +90,7 @@ def compiled_loop(gen, members, inputs, scalars, escaping, totals=()):
     if len(arrays) + len(zero_d) + len(totals) + len(escaping) > native.MAX_ARGS:
         return None, None
     try:
-        body = _loop_source(members, arrays, zero_d, escaping, subst, totals)
+        body = _loop_source(members, arrays, zero_d, escaping, subst, totals, small)
     except TypeError:  # an operation or dtype without a C expression: ufunc blocks
         return None, None
     group = gen.__dict__.get("native_group")
@@ -95,15 +99,19 @@ def compiled_loop(gen, members, inputs, scalars, escaping, totals=()):
     types = [v.aval.dtype.num for v in (*arrays, *zero_d, *escaping, *totals)]
     doc = " ".join(e.primitive.name for e in members)
     name = gen.hoist(None, "nat")
-    gen.__dict__.setdefault("loop_texts", []).append(
-        f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
-        + "".join(f"#   {line}\n" for line in body.splitlines()) + "\n")
+    gen.__dict__.setdefault("loop_texts", []).append((name, doc, body))  # see loop_comment
     fallback = _eager_run(gen.backend, members, arrays, zero_d, [*escaping, *totals], subst)
     sig = fusion_sums.signature(len(arrays), len(zero_d), len(escaping), len(totals)) \
         if totals else None
     gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d),
                              len(escaping) + len(totals), doc, fallback, sig)
     return name, arrays + zero_d
+
+
+def loop_comment(name, doc, body):
+    """The C++ of a compiled loop as the comment `as_text()` shows above the function."""
+    return (f"# {name}: a compiled loop ({doc}), C++ built on the first call:\n"
+            + "".join(f"#   {line}\n" for line in body.splitlines()) + "\n")
 
 
 def eager_loop(gen, members, inputs, scalars, escaping):
@@ -133,7 +141,7 @@ def _eager_run(backend, members, inputs, scalars, escaping, subst):
     return run
 
 
-def _loop_source(members, inputs, scalars, escaping, subst, totals=()):
+def _loop_source(members, inputs, scalars, escaping, subst, totals=(), small=False):
     """C++ of the run's ufunc inner loop `mt_loop`: the run's equations on element i of each
     input, in registers, stored to the outputs; a vectorised loop where every array is
     contiguous, a strided one otherwise (raises TypeError where an operation has no C
@@ -182,15 +190,21 @@ def _loop_source(members, inputs, scalars, escaping, subst, totals=()):
     stores_slow = [f"*({_mem(cx, v)} *)(args[{first_out + k}] + i * "
                    f"steps[{first_out + k}]) = {names[v]};" for k, v in enumerate(escaping)]
     indent = "\n      "
-    fast_loops = _fast_loops(members, inputs, scalars, escaping, subst,
-                             loads_fast, body, stores_fast)
+    # a small run (a long run of small arrays joining a library built anyway) is in L1:
+    # one contiguous loop, and broadcasts take the strided path
+    if small:
+        fast_loops = _loop_text(loads_fast + body + stores_fast, "    ")
+        splat = ""
+    else:
+        fast_loops = _fast_loops(members, inputs, scalars, escaping, subst,
+                                 loads_fast, body, stores_fast)
+        splat = _splat_path(inputs, escaping, first_out, loads_fast + body + stores_fast, cx)
     slow = loads_slow + body + stores_slow
     return ("static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps, "
             "void *data) {\n  const npy_intp n = dims[0];\n  if (n <= 0) return;\n"
             + "".join(line + "\n" for line in head)
             + f"  if ({contiguous}) {{\n" + "".join(line + "\n" for line in fast)
-            + fast_loops
-            + _splat_path(inputs, escaping, first_out, loads_fast + body + stores_fast, cx)
+            + fast_loops + splat
             + "  } else {\n    for (npy_intp i = 0; i < n; i++) {"
             + indent + indent.join(slow) + "\n    }\n  }\n}\n")
 
@@ -201,10 +215,8 @@ def _fast_loops(members, inputs, scalars, escaping, subst, loads, body, stores):
     output of one part is written over an input of another (then one loop: it reads
     element i of every input before storing element i)."""
     def loop(ins, eqs, outs, pad):
-        return (f"{pad}#pragma omp simd\n{pad}for (npy_intp i = 0; i < n; i++) {{\n"
-                + "".join(f"{pad}  {line}\n" for line in
-                          [loads[k] for k in ins] + [body[k] for k in eqs]
-                          + [stores[k] for k in outs]) + f"{pad}}}\n")
+        return _loop_text([loads[k] for k in ins] + [body[k] for k in eqs]
+                          + [stores[k] for k in outs], pad)
 
     parts = _components(members, inputs, escaping, {*scalars, *subst})
     whole = (range(len(inputs)), range(len(members)), range(len(escaping)))
@@ -227,6 +239,12 @@ def _fast_loops(members, inputs, scalars, escaping, subst, loads, body, stores):
             "    if (split) {\n"
             + "".join(loop(*part, "      ") for part in parts)
             + "    } else {\n" + loop(*whole, "      ") + "    }\n")
+
+
+def _loop_text(statements, pad):
+    """C++ of a vectorised loop over i < n running `statements`."""
+    return (f"{pad}#pragma omp simd\n{pad}for (npy_intp i = 0; i < n; i++) {{\n"
+            + "".join(f"{pad}  {line}\n" for line in statements) + f"{pad}}}\n")
 
 
 def _components(members, inputs, escaping, invariant):
