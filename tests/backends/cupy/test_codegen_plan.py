@@ -3,6 +3,7 @@ later is stored, that dependences and effects keep their order; the generated so
 shape; and the CPU twin runtime's errors and caches."""
 
 import shutil
+import struct
 import subprocess
 
 import numpy as np
@@ -247,6 +248,21 @@ def test_literals_are_exact_constants():
     assert literal(True, np.bool_) == "true"
     assert literal(1 - 2j, np.complex64) == ("mt_mk_c64(mt_f32_from(0x3f800000u), "
                                                      "mt_f32_from(0xc0000000u))")
+
+
+def test_memoised_literals_keep_signed_zeros_nan_payloads_and_types_apart():
+    """literal() is memoised; the key must tell apart values that compare equal."""
+    neg_nan = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
+    cases = [(0.0, "mt_f32_from(0x0u)"), (-0.0, "mt_f32_from(0x80000000u)"),
+             (float("nan"), "mt_f32_from(0x7fc00000u)"), (neg_nan, "mt_f32_from(0xffc00000u)"),
+             (np.float32(-0.0), "mt_f32_from(0x80000000u)"),
+             (np.asarray(np.float32(-0.0)), "mt_f32_from(0x80000000u)")]
+    for _ in range(2):  # the second round reads the memo
+        for value, text in cases:
+            assert literal(value, F32) == text, value
+    assert literal(True, np.int32) != literal(True, np.bool_)
+    one = "mt_f64_from(0x3ff0000000000000ULL)"
+    assert literal(1, np.float64) == literal(1.0, np.float64) == one
 
 
 def test_elementwise_kernel_without_an_expression_names_the_primitive():
