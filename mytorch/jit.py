@@ -294,8 +294,8 @@ class JitFunction:
         if key is not None:
             self._fast[key] = run
         elif entry.cacheable and not kwargs and entry.tree_calls < 2:
-            entry.tree_calls += 1  # generated on the second call here: a signature called
-            if entry.tree_calls == 2:  # once or twice does not pay for it
+            entry.tree_calls += 1  # generated on the signature's third call: one called
+            if entry.tree_calls == 2:  # once or twice would not pay for it (1-2 ms)
                 self._add_tree_runner(entry, args, leaves, run)
         return run(leaves)
 
