@@ -145,6 +145,30 @@ def test_nested_jit_and_scan_bodies_are_attributed():
     assert any(r.kind == "compile" and "outer" in r.name for r in prof.rows())
 
 
+def test_profiled_loops_run_the_generated_loops_and_time_their_bodies():
+    """A profiled while loop runs the same inlined loop as unprofiled code (no per-step
+    runner), with the same results, and its body's equations are counted per iteration."""
+    def f(x):
+        def body(carry):
+            i, v = carry
+            return i + 1, mnp.cos(v) * 0.5 + 0.25
+
+        return lax.while_loop(lambda c: c[0] < 7, body, (0, x))[1]
+
+    x = mnp.linspace(-1.0, 1.0, 12)
+    expected = np.asarray(mt.jit(f)(x))
+    g = mt.jit(lambda x: f(x))
+    with mt.profiler.trace(print_table=False) as prof:
+        got = np.asarray(g(x))
+    np.testing.assert_array_equal(got, expected)
+    with mt.config.override(profile=True):
+        text = g.lower(x).as_text()
+    assert "while True:" in text and "_record(" in text, text
+    rows = prof.rows(kinds={"eqn", "block"})
+    cos = next(r for r in rows if "cos" in r.name)
+    assert cos.calls == 7, [(r.name, r.calls) for r in rows]
+
+
 def test_code_compiled_without_profiling_is_unchanged():
     def f(x):
         return mnp.tanh(x * 2.0 + 1.0).sum()

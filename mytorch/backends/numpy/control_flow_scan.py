@@ -5,17 +5,17 @@ outputs the program reads (`prune_scan`); accumulators the body only adds produc
 into are summed after the loop (control_flow_sink.py), and the rest is inlined into a
 Python `for` loop (control_flow_loops.py): the xs are read as slices of the stacks, the ys
 written into buffers preallocated with `np.empty`, a tape-sourced scan walks the tape's
-stacked rows. Nothing is retraced per iteration. Profiled code keeps the body a function
-of its own (`g.subfunction`) that `runtime.scan_loop` / `runtime.scan_tape_loop` call once
-per step, so each equation is timed where it runs.
+stacked rows. Nothing is retraced per iteration. A scan over a tape of another layout (a
+vmapped while loop's rows) keeps the body a function of its own (`g.subfunction`) that
+`runtime.scan_tape_loop` calls once per step. Profiled code times each equation of the
+inlined body where it runs.
 """
 
 import numpy as np
 
 from mytorch.backends.numpy import control_flow_loops as loops
-from mytorch.backends.numpy.control_flow_inline import inlinable
 from mytorch.backends.numpy.emitters import EMITTERS
-from mytorch.backends.numpy.runtime import scan_loop, scan_tape_loop
+from mytorch.backends.numpy.runtime import scan_tape_loop
 from mytorch.core.jaxpr import Jaxpr, Var
 from mytorch.lax.scan import scan_p
 from mytorch.transforms.dce import dce_jaxpr
@@ -65,30 +65,23 @@ def _expand(outs, mask):
 
 
 def _emit_scan(g, eqn, args):
-    """`scan_loop(<compiled body>, ...)` (stacked xs) or `scan_tape_loop(<compiled body>,
-    ...)` (a tape's rows): a list of the final carry and the stacked ys."""
+    """A call of the scan's generated loop (stacked xs, or a tape's stacked rows), or of
+    `scan_tape_loop(<compiled body>, ...)` (a tape of another layout): a list of the final
+    carry and the stacked ys."""
     used = [type(v) is Var and g.is_read(v) for v in eqn.outvars]
     p, used_in, kept = prune_scan(eqn.params, used)
     args = [a for a, u in zip(args, used_in) if u]
-    if inlinable(g) and p["tape"] is None:
+    if p["tape"] is None:
         call = f"{loops.scan_loop(g, p)}({', '.join(args)})"
-    elif inlinable(g) and p["tape"] == ():
+    elif p["tape"] == ():
         call = f"{loops.tape_scan_loop(g, p)}({', '.join(args)})"
-    elif p["tape"] is not None:
+    else:  # a tape of another layout (a vmapped while loop's): rows of the tape's own type
         fn = g.subfunction(p["jaxpr"], name="scan_body")
         n_xs = len(p["jaxpr"].invars) - p["num_consts"] - p["num_carry"]
         n_rows = n_xs - (1 if p["tape"] else 0)  # a batched tape's steps end with the mask
         loop = g.hoist(scan_tape_loop, "scan_tape_loop")
         call = (f"{loop}({fn}, {p['num_consts']}, {p['reverse']}, {tuple(p['tape'])!r}, "
                 f"{n_rows}, [{', '.join(args)}])")
-    else:
-        fn = g.subfunction(p["jaxpr"], name="scan_body")
-        loop = g.hoist(scan_loop, "scan_loop")
-        specs = g.hoist(tuple((v.aval.shape, np.dtype(v.aval.dtype))
-                              for v in p["jaxpr"].outvars[p["num_carry"]:]), "scan_ys")
-        head = (f"{fn}, {p['num_consts']}, {p['num_carry']}, {p['length']}, {p['reverse']}, "
-                f"{specs}")
-        call = f"{loop}({', '.join([head, *args])})"
     if all(kept):
         return call
     return f"{g.hoist(_expand, 'scan_expand')}({call}, {g.hoist(tuple(kept), 'scan_kept')})"

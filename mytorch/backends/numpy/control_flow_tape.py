@@ -1,13 +1,12 @@
 """NumPy jit lowering of `while_tape` (the recording half of a while loop's reverse mode
 with a run-time trip count): one generated loop that writes each step's residual rows into
-stacked arrays (control_flow_loops.py); a vectorised loop, rows of the tape's own type, and
-profiled code compile the jaxprs into functions of their own that `runtime.run_while_tape`
-loops over, pushing rows onto the tape as lists. The scan that reads the rows back is
+stacked arrays (control_flow_loops.py); a vectorised loop, or rows of the tape's own type,
+compile the jaxprs into functions of their own that `runtime.run_while_tape` loops over,
+pushing rows onto the tape as lists. The scan that reads the rows back is
 lowered with every scan, in control_flow_scan.py."""
 
 from mytorch.backends.numpy.control_flow_while import _emit_while
 from mytorch.backends.numpy import control_flow_loops as loops
-from mytorch.backends.numpy.control_flow_inline import inlinable
 from mytorch.backends.numpy.emitters import EMITTERS
 from mytorch.backends.numpy.runtime import run_while_tape
 from mytorch.core.jaxpr import Jaxpr, Var
@@ -29,7 +28,7 @@ def _emit_while_tape(g, eqn, args):
                      checkpoint_every=None)
         call = _emit_while(g, eqn.replace(primitive=while_p, params=plain), args)
         return f"[*{call}, None]"
-    if inlinable(g) and loops.stackable(p):
+    if loops.stackable(p):
         return f"{loops.while_tape_loop(g, p)}({', '.join(args)})"
     cond_fn = g.subfunction(p["cond_jaxpr"], name="while_tape_cond")
     body_fn = g.subfunction(p["body_jaxpr"], name="while_tape_body")

@@ -1,6 +1,6 @@
-"""The NumPy backend's loop runners: what the generated code of `scan` (over stacked xs or
-a tape's rows), `while`, `cond` and `while_tape` calls, with compiled bodies, on NumPy
-buffers.
+"""The NumPy backend's loop runners: what the generated code of `cond`, of a scan over a
+tape of another layout and of a `while_tape` recording such a tape calls, with compiled
+bodies, on NumPy buffers (every other loop is generated inline: control_flow_loops.py).
 
 Every runner returns buffers its caller owns: compiled code treats a loop's results as
 buffers of its own, which it overwrites once they die, so a result that shares memory with
@@ -12,7 +12,7 @@ import numpy as np
 
 from mytorch.backends.numpy.tape import Tape, box, boxed_views, tape_steps
 
-__all__ = ["scan_loop", "scan_tape_loop", "run_while", "run_branch", "run_while_tape",
+__all__ = ["scan_tape_loop", "run_branch", "run_while_tape",
            "buffer_owners", "unaliased"]
 
 
@@ -38,37 +38,6 @@ def unaliased(values, owners):
             v = np.array(v)
         out.append(v)
     return out
-
-
-def scan_loop(body, num_consts, num_carry, length, reverse, y_specs, *args):
-    """Run `body(*consts, *carry, *x_slices) -> [*carry, *y_slices]` `length` times,
-    writing the ys into buffers preallocated with np.empty.
-
-    Args:
-      y_specs: ((shape, dtype), ...) of one step's ys.
-      args: consts, initial carries and stacked xs (each of shape (length, ...)).
-
-    Returns [*final carry, *stacked ys], the ys of shape (length, *y_shape)."""
-    consts = args[:num_consts]
-    carry = list(args[num_consts:num_consts + num_carry])
-    xs = args[num_consts + num_carry:]
-    ys = [np.empty((length, *shape), dtype) for shape, dtype in y_specs]
-    rows = list(zip(*xs)) if xs else [()] * length  # the x-slices of each step, as views
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = body(*consts, *carry, *rows[i])
-        carry = outs[:num_carry]
-        for buf, y in zip(ys, outs[num_carry:]):
-            buf[i] = y
-    return [*unaliased([np.asarray(c) for c in carry], buffer_owners(args)), *ys]
-
-
-def run_while(cond_fn, body_fn, cond_nconsts, body_nconsts, args):
-    """Run a while loop of compiled cond and body: returns the final carries (a list)."""
-    n = cond_nconsts + body_nconsts
-    cc, bc, carry = args[:cond_nconsts], args[cond_nconsts:n], list(args[n:])
-    while cond_fn(*cc, *carry)[0]:
-        carry = body_fn(*bc, *carry)
-    return unaliased(carry, buffer_owners(args))
 
 
 def run_branch(branches, index, args):
