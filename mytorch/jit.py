@@ -34,6 +34,7 @@ from mytorch.core.jaxpr import ClosedJaxpr, Jaxpr
 from mytorch.core.source_info import user_error
 from mytorch.core.trace import EVAL_TRACE, Tracer, _state, aval_of, to_concrete
 from mytorch.errors import NonHashableStaticArgError, RetraceWarning
+from mytorch.jit_explain import describe_signature, difference
 from mytorch.jit_keys import fast_key, list_key, list_leaves
 from mytorch.jit_rules import jit_p
 from mytorch.jit_trees import MISS, tree_runner
@@ -413,7 +414,7 @@ class JitFunction:
 
     # ---- explaining retraces ----------------------------------------------------------------
     def _explain_miss(self, key, args, kwargs, static_nums, avals):
-        described = _describe_signature(self, args, kwargs, static_nums)
+        described = describe_signature(self, args, kwargs, static_nums)
         cache = self._cache
         previous = cache.history[-1] if cache.history else None
         cache.history = (cache.history + [(described, key[0])])[-8:]
@@ -421,7 +422,7 @@ class JitFunction:
             return
         if not (config.explain_cache_misses or cache.traces >= _AUTO_EXPLAIN_AFTER):
             return
-        why = _difference(previous[0], described)
+        why = difference(previous[0], described)
         if why is None:
             why = (f"the structure of the arguments changed from {previous[1]} to {key[0]}"
                    if previous[1] != key[0] else "the configuration or device changed")
@@ -619,51 +620,6 @@ def _user_stacklevel():
     while frame is not None and frame.f_code.co_filename.startswith(_SKIP_PREFIXES):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _describe_signature(fn, args, kwargs, static_nums):
-    """{argument path: description} of a call, for explaining retraces."""
-    out = {}
-    for i, a in enumerate(args):
-        name = fn._param_name(i)
-        if i in static_nums:
-            out[name] = f"static value {a!r:.60}"
-            continue
-        _describe_tree(out, name, a)
-    for k in sorted(kwargs):
-        if k in fn._static_names:
-            out[k] = f"static value {kwargs[k]!r:.60}"
-        else:
-            _describe_tree(out, k, kwargs[k])
-    return out
-
-
-def _describe_tree(out, name, tree):
-    pairs, _ = tree_util.tree_flatten_with_path(tree)
-    if not pairs:
-        out[name] = f"empty {type(tree).__name__}"
-    for path, leaf in pairs:
-        try:
-            desc = aval_of(leaf).str_short()
-            if aval_of(leaf).weak_type:
-                desc += " (weakly typed Python scalar)"
-        except TypeError:
-            desc = type(leaf).__name__
-        out[name + tree_util.keystr(path)] = desc
-
-
-def _difference(old, new):
-    changes = []
-    for k in new:
-        if k not in old:
-            changes.append(f"argument `{k}` is new ({new[k]})")
-        elif old[k] != new[k]:
-            changes.append(f"argument `{k}` changed from {old[k]} to {new[k]}")
-    changes += [f"argument `{k}` ({old[k]}) is gone" for k in old if k not in new]
-    if not changes:
-        return None
-    more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
-    return "; ".join(changes[:3]) + more
 
 
 def clear_caches():
