@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch import lax
-from mytorch.backends.numpy import fusion, native
+from mytorch.backends.numpy import fusion, fusion_c, native
 from mytorch.core.aval import ShapedArray
 from mytorch.core.primitive import registry
 
@@ -366,6 +366,36 @@ def test_size_threshold():
         assert ("_nat" in text) == compiled, text
         assert ("a compiled loop (sub exp mul max add)" in text) == compiled, text
         _assert_matches("exp", mt.jit(f)(x, s), f(mnp.asarray(x), s))
+
+
+@settings(max_examples=30, deadline=None)
+@given(lead=st.one_of(st.tuples(st.integers(16, 40)),  # runs of >= NATIVE_MIN_SIZE elements
+                     st.tuples(st.integers(2, 4), st.integers(8, 12))),
+       width=st.integers(fusion_c.ROW_MIN, fusion_c.ROW_MIN + 40),
+       layout=st.sampled_from(["C", "F", "sliced"]), seed=st.integers(0, 2**16))
+def test_runs_reading_a_bias_row_loop_over_rows_in_c(lead, width, layout, seed):
+    """A run reading a row broadcast along its leading axes (a bias) has a second, row by
+    row form, taken when every array's rows are contiguous; both give what eager gives
+    (the plain loop runs each row), and other layouts take the plain ufunc."""
+    rng = np.random.default_rng(seed)
+    shape = (*lead, width)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if layout == "F":
+        x = np.asfortranarray(x)
+    elif layout == "sliced":
+        x = rng.standard_normal((*lead, 2 * width)).astype(np.float32)[..., ::2]
+    b = rng.standard_normal(width).astype(np.float32)
+
+    def f(x, b):
+        h = x + b
+        return mnp.maximum(h, 0.0), (h > 0).astype(mnp.float32) * 2.0 - h
+
+    mt.clear_caches()
+    jf = mt.jit(f)
+    text = jf.lower(x, b).compile().as_text()
+    assert "(by rows)" in text and ".strides[-1] == 4" in text, text
+    for name, got, want in zip(["relu", "mask"], jf(x, b), f(mnp.asarray(x), b), strict=True):
+        _assert_matches(name, got, want)
 
 
 def test_long_small_runs_join_a_library_built_anyway():

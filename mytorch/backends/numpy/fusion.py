@@ -240,6 +240,13 @@ def emit_run(gen, eqns, run, pos):
             n_arrays = sum(1 for v in operands if v.aval.shape)
             axes = ", axes=" + gen.hoist(call_axes(n_arrays, len(operands) - n_arrays,
                                                    len(full), len(totals)), "ax")
+        rows = gen.__dict__.get("row_loops", {}).get(loop)
+        if rows is not None:  # every array's rows contiguous: the loop over rows in C
+            checks = [f"{a}.strides[-1] in (0, {v.aval.dtype.itemsize})" if v in gen.expand_of
+                      else f"{a}.strides[-1] == {v.aval.dtype.itemsize}"
+                      for a, v in zip(args, operands, strict=True) if v.aval.shape]
+            checks += [f"{gen.names[v]}.strides[-1] == {v.aval.dtype.itemsize}" for v in full]
+            loop = f"({rows} if {' and '.join(checks)} else {loop})"
         lines.append(f"{loop}({', '.join(args)}, out=({outs},){axes})")
         return escaping
     def rows(src):  # the array as rows (itself when blocks slice axis 0)

@@ -103,9 +103,61 @@ def compiled_loop(gen, members, inputs, scalars, escaping, totals=(), small=Fals
     fallback = _eager_run(gen.backend, members, arrays, zero_d, [*escaping, *totals], subst)
     sig = fusion_sums.signature(len(arrays), len(zero_d), len(escaping), len(totals)) \
         if totals else None
-    gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d),
-                             len(escaping) + len(totals), doc, fallback, sig)
+    pending = gen.ns[name] = group.add(name, body, types, len(arrays) + len(zero_d),
+                                       len(escaping) + len(totals), doc, fallback, sig)
+    if not totals and _reads_a_row(gen, members, arrays):
+        rows = gen.hoist(None, "nat")
+        row_body = _by_rows(pending.index, len(arrays), len(zero_d), len(escaping))
+        gen.ns[rows] = group.add(
+            rows, row_body, types, len(arrays) + len(zero_d), len(escaping),
+            doc + " (by rows)", fallback,
+            fusion_sums.signature(len(arrays), len(zero_d), len(escaping), 0))
+        gen.loop_texts.append((rows, f"{name} (by rows)", row_body))
+        gen.__dict__.setdefault("row_loops", {})[name] = rows
     return name, arrays + zero_d
+
+
+ROW_MIN = 32  # the last axis of a run with a row form (_by_rows): vectorised row by row
+
+
+def _reads_a_row(gen, members, arrays):
+    """Whether the run (of two or more axes, the last of at least ROW_MIN elements) reads a
+    row broadcast along its leading axes, as a bias: NumPy's iterator cannot merge the rows
+    of such an operand (stride 0 along axis 0) and calls a plain ufunc's loop once per row,
+    about 50 ns a call (f32[128,512]: `relu(z + b)` 16.0 us against 7.3 us for `z * 2`)."""
+    shape = members[0].outvars[0].aval.shape
+    if len(shape) < 2 or shape[-1] < ROW_MIN:
+        return False
+    for v in arrays:
+        src = gen.expand_of.get(v)
+        if src is not None and src[1][0] == 1 and src[1][-1] == shape[-1]:
+            return True
+    return False
+
+
+def _by_rows(plain, n_arrays, n_scalars, n_out):
+    """C++ of a generalized ufunc "(n),...,()->(n)" that loops over the leading axes itself
+    and calls the plain loop `plain` (its index in the function's library) once per row
+    with the row's pointers and the core strides (0-d operands: stride 0). The generated
+    code calls it only when every array's rows are contiguous (fusion.emit_run), so it runs
+    each row through the plain loop's vectorised path, as NumPy would."""
+    nargs = n_arrays + n_scalars + n_out
+    cores, j = [], 0
+    for k in range(nargs):
+        if n_arrays <= k < n_arrays + n_scalars:
+            cores.append("0")
+        else:
+            cores.append(f"steps[{nargs + j}]")
+            j += 1
+    return ("static void mt_loop(char **args, const npy_intp *dims, const npy_intp *steps, "
+            "void *data) {\n"
+            "  const npy_intp loops = dims[0], n = dims[1];\n"
+            f"  const npy_intp core[{nargs}] = {{{', '.join(cores)}}};\n"
+            f"  char *row[{nargs}];\n"
+            "  for (npy_intp o = 0; o < loops; o++) {\n"
+            f"    for (int k = 0; k < {nargs}; k++) row[k] = args[k] + o * steps[k];\n"
+            f"    mt_l{plain}::mt_loop(row, &n, core, data);\n"
+            "  }\n}\n")
 
 
 def loop_comment(name, doc, body):
