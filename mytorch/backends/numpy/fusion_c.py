@@ -7,6 +7,8 @@ written to the NumPy kernels' semantics). The loop has NumPy's ufunc inner-loop 
 with a vectorised path (every array contiguous in the inner dimension) and a strided one.
 """
 
+import math
+
 import numpy as np
 
 from mytorch.backends.numpy import fusion_sums, native
@@ -118,15 +120,20 @@ def compiled_loop(gen, members, inputs, scalars, escaping, totals=(), small=Fals
 
 
 ROW_MIN = 32  # the last axis of a run with a row form (_by_rows): vectorised row by row
+# ... and its rows: each saves about 50 ns of NumPy's iteration, while the form costs a
+# strides check and a generalized ufunc's dearer call (W7's 8x32 RNN steps: 19 % slower;
+# W9's 64-row runs: no gain)
+ROW_MIN_ROWS = 128
 
 
 def _reads_a_row(gen, members, arrays):
-    """Whether the run (of two or more axes, the last of at least ROW_MIN elements) reads a
-    row broadcast along its leading axes, as a bias: NumPy's iterator cannot merge the rows
-    of such an operand (stride 0 along axis 0) and calls a plain ufunc's loop once per row,
-    about 50 ns a call (f32[128,512]: `relu(z + b)` 16.0 us against 7.3 us for `z * 2`)."""
+    """Whether the run (of two or more axes, the last of at least ROW_MIN elements, at least
+    ROW_MIN_ROWS rows) reads a row broadcast along its leading axes, as a bias: NumPy's
+    iterator cannot merge the rows of such an operand (stride 0 along axis 0) and calls a
+    plain ufunc's loop once per row, about 50 ns a call (f32[128,512]: `relu(z + b)` 16.0
+    us against 7.3 us for `z * 2`)."""
     shape = members[0].outvars[0].aval.shape
-    if len(shape) < 2 or shape[-1] < ROW_MIN:
+    if len(shape) < 2 or shape[-1] < ROW_MIN or math.prod(shape[:-1]) < ROW_MIN_ROWS:
         return False
     for v in arrays:
         src = gen.expand_of.get(v)
