@@ -17,7 +17,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from mytorch.backends.numpy import numpy_backend
+from mytorch.backends.numpy import dot_nt, numpy_backend
 from mytorch.lax.dot import dot_general_p
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -46,7 +46,11 @@ def matmul(a, b, out_dtype):
         return np.matmul(a.astype(out_dtype, copy=False), b.astype(out_dtype, copy=False))
     if out_dtype.kind == "f" or out_dtype == _BF16:
         ct = _float_compute_dtype(out_dtype)
-        out = np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False))
+        a, b = a.astype(ct, copy=False), b.astype(ct, copy=False)
+        if a.ndim == 2 and b.ndim == 2 and dot_nt.pays(a.shape[0], b.shape[1], a.shape[1], ct):
+            out = dot_nt.matmul(a, b)  # the swapped product where b is a transposed matrix
+        else:
+            out = np.matmul(a, b)
         return out.astype(out_dtype, copy=False)
     # integers
     k = a.shape[-1]

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from mytorch.backends.numpy import dot_nt
 from mytorch.backends.numpy.elementwise import NUMPY_FNS
 from mytorch.backends.planner import fresh, view
 from mytorch.core.ad_util import add_any_p
@@ -396,6 +397,8 @@ def _dot_general(g, eqn, args):
     b = _arrange(args[1], rhs, (*rb, *rc, *rfree), (nb, k, n) if lb else (k, n))
     out_shape = eqn.outvars[0].aval.shape
     mm_shape = (nb, m, n) if lb else (m, n)
+    dtype = eqn.invars[0].aval.dtype if eqn.invars[1].aval.dtype == eqn.invars[0].aval.dtype \
+        else None
     if not lb and len(rhs) <= 2 and len(lhs) <= 2 and 1 in (len(lhs), len(rhs)) \
             and lc == (len(lhs) - 1,) and rc == (0,):  # matrix-vector products as they are
         return fresh(f"np.matmul({args[0]}, {args[1]})")
@@ -411,6 +414,9 @@ def _dot_general(g, eqn, args):
             small, big = (b, a) if full[0] else (a, b)
             return fresh(f"_fill_mul({small}, {big}, {full[1]}, {out})")
         return fresh(f"np.multiply({a}, {b}" + (f", out={out})" if out else ")"))
+    if not lb and tuple(mm_shape) == tuple(out_shape) and dot_nt.pays(m, n, k, dtype):
+        out = g.out_buffer(eqn, in_place=False)  # a @ b.T with few rows in a: dot_nt.py
+        return fresh(f"_matmul_nt({a}, {b}" + (f", {out})" if out else ")"))
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, in_place=False)
         return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
@@ -461,4 +467,5 @@ def fusable(eqn):
 
 RUNTIME["_select"] = _select_runtime
 RUNTIME["_fill_mul"] = _fill_mul_runtime
+RUNTIME["_matmul_nt"] = dot_nt.matmul
 RUNTIME["_broadcast"] = _broadcast_runtime

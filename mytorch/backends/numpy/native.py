@@ -249,7 +249,7 @@ def _prefix():
     return _HEADER + twin.HALF_TYPES + _simd_declarations() + PRELUDE
 
 
-def compile_ufuncs(loops):
+def compile_ufuncs(loops, preamble=""):
     """NumPy ufuncs for `loops`, built as one library (cached in memory and on disk).
 
     Args:
@@ -258,6 +258,7 @@ def compile_ufuncs(loops):
         (NumPy's inner loop; it may use the GPU backend's expression prelude and half
         types); `types` the dtype numbers of the nin inputs and nout outputs; `signature` a
         generalized ufunc's ("(n),()->(n)") or None.
+      preamble: C++ placed before the loops, outside their namespaces (#include lines).
 
     Returns:
       one ufunc per loop.
@@ -265,7 +266,7 @@ def compile_ufuncs(loops):
     Raises:
       NativeCompileError: the compiler's message.
     """
-    parts = [_prefix()]
+    parts = [_prefix(), preamble]
     for k, (body, *_rest) in enumerate(loops):
         parts.append(f"namespace mt_l{k} {{\n{body}}}\n"
                      f'extern "C" void mt_loop_{k}(char **a, const npy_intp *d, '
