@@ -25,7 +25,9 @@ One column per backend: `cpu kernel` (the NumPy backend runs the primitive eager
 `cuda expression` (backends/cupy/expressions.py has its CUDA C expression; elementwise
 primitives only, `—` for the others, whose CUDA lowerings come with the CuPy backend).
 `linear` marks primitives linear in all their array operands (their JVP applies them to
-the tangents, and they must have a transpose rule).
+the tangents, and they must have a transpose rule). Kind `backend`: primitives that only a
+backend's code generator creates, rewriting a jaxpr it compiles (never traced, so without
+derivative or batching rules).
 
 | primitive | kind | abstract eval | {backends} | {rules} | linear |
 |---|---|---|{bsep}{sep}---|

@@ -139,8 +139,11 @@ CASE_IDS = [(name, i) for name in sorted(CASES) for i in range(len(CASES[name]))
 
 
 def test_every_primitive_has_a_jit_case():
-    # primitives that test modules define for themselves are named test_* (test_passes.py)
-    missing = sorted(n for n in set(registry()) - set(CASES) if not n.startswith("test_"))
+    # primitives that test modules define for themselves are named test_* (test_passes.py);
+    # a backend's own primitives appear only in the jaxprs its code generator rewrites
+    # (tested with their rewrites: test_dot_update.py)
+    missing = sorted(n for n, p in registry().items()
+                     if n not in CASES and not n.startswith("test_") and p.kind != "backend")
     assert not missing, (
         f"primitives without a jit test case: {missing}; add example programs for them to "
         "CASES in tests/jit/jit_cases.py")

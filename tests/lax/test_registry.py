@@ -21,6 +21,8 @@ REQUIRED = {
 REQUIRED["call"] = EAGER + ("batching",)
 # collectives run under vmap (batching rule) now; their device kernels come with pmap
 REQUIRED["collective"] = ("abstract eval", "jvp", "batching")
+# a backend's code generator rewrites jaxprs it compiles into these (never traced: no rules)
+REQUIRED["backend"] = EAGER
 # random-bit primitives hash integers: no derivative (integer tangents are symbolic zeros)
 REQUIRED["random"] = EAGER + ("batching",)
 # every backend lowers every elementwise primitive (the CuPy one through a C expression)

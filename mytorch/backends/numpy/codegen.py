@@ -383,7 +383,7 @@ def generate(jaxpr, consts, options, backend):
     """(python function of NumPy buffers -> list of buffers, its source) for `jaxpr`,
     compiled as `options` (a CompileOptions) say; sub-functions inherit them, donating
     nothing."""
-    jaxpr = prepare(jaxpr)
+    jaxpr = prepare(jaxpr, options.donated_flags(len(jaxpr.invars)))
     gen = Generator(jaxpr, consts, options, backend)
     gen.emit_all()
     src = gen.source()

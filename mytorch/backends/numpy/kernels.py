@@ -9,6 +9,7 @@ from mytorch.backends.numpy import (  # noqa: F401
     control_flow_while,
     convolution,
     dot,
+    dot_update,
     elementwise,
     fft,
     indexing,

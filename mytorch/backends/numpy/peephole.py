@@ -6,10 +6,13 @@
   `dot_general(b, a)`: the product comes out contiguous instead of as a transposed view
   that later elementwise code would stream through in the wrong order.
 - `abs(0 - x)` and `abs(-x)` read x directly (logaddexp's |x1 - x2| with a literal x1).
+- `p - c * (a @ b)` and its kin, where p's buffer may be overwritten, become one
+  `dot_update`: a GEMM adding into p (dot_update.py).
 
 All keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
 """
 
+from mytorch.backends.numpy import dot_update
 from mytorch.backends.planner import read_counts
 from mytorch.core.jaxpr import Jaxpr, Literal, Var
 from mytorch.lax.dot import dot_general_p
@@ -20,19 +23,29 @@ from mytorch.transforms.dce import dce_jaxpr
 _NOT_BINARY = frozenset({select_n_p})
 
 
-def prepare(jaxpr):
-    """The rewritten jaxpr (a new object; the input is not modified)."""
+def prepare(jaxpr, donated=()):
+    """The rewritten jaxpr (a new object; the input is not modified). `donated`: flags, one
+    per input, of the inputs whose buffers the code may overwrite."""
+    donated = donated or (False,) * len(jaxpr.invars)
+    readonly = {v for v, d in zip(jaxpr.invars, donated, strict=True) if not d}
+    readonly.update(v for v in jaxpr.outvars if type(v) is Var)
+    last_read = {v: i for i, eqn in enumerate(jaxpr.eqns) for v in eqn.invars if type(v) is Var}
     producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
     uses = read_counts(jaxpr)
     eqns, changed = [], False
-    for eqn in jaxpr.eqns:
+    for i, eqn in enumerate(jaxpr.eqns):
         new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
         new = _abs_of_negation(new, producer, uses)
+        new = dot_update.fuse(new, producer, uses,
+                              lambda v, i=i: last_read.get(v) == i and v not in readonly)
         changed |= new is not eqn
+        if new is not eqn:  # later rewrites see this one (a dot_update of a swapped product)
+            producer.update((v, new) for v in new.outvars)
         eqns.append(new)
     if not changed:
         return jaxpr
-    # a product now computed transposed, and broadcasts no longer read, are dead
+    # a product now computed transposed or added into an update, and broadcasts no longer
+    # read, are dead
     return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
                            jaxpr.debug_name))
 
