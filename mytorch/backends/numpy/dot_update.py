@@ -97,15 +97,18 @@ def _chain(t, producer, uses):
     return None
 
 
+ENDS = (sub_p, add_p)  # the equations `fuse` may rewrite
+
+
 def fuse(eqn, producer, uses, dies_here):
     """The `dot_update` equation replacing `eqn` (a sub or add ending such a chain: see the
     module docstring), or `eqn` itself. The product and multiply it reads become dead.
 
     Only where `dies_here(p)`: nothing reads `p` later and its buffer may be overwritten
-    (an intermediate, or a donated input): the update then runs in place. Copying `p` into a fresh
-    buffer first made W1's step slower, not faster (4928 -> 5014 us), though the copy and
-    GEMM alone measure a little faster than the product and a fused pass."""
-    if eqn.primitive not in (sub_p, add_p) or type(eqn.outvars[0]) is not Var:
+    (an intermediate, or a donated input): the update then runs in place. Copying `p` into
+    a fresh buffer first made W1's step slower, not faster (4928 -> 5014 us), though the
+    copy and GEMM alone measure a little faster than the product and a fused pass."""
+    if eqn.primitive not in ENDS or type(eqn.outvars[0]) is not Var:
         return eqn
     out = eqn.outvars[0].aval
     if out.dtype not in _FLOATS or len(out.shape) != 2:
@@ -114,12 +117,10 @@ def fuse(eqn, producer, uses, dies_here):
     candidates = [("sub", x, y)] if eqn.primitive is sub_p else [("add", x, y), ("radd", y, x)]
     for combine, p, t in candidates:
         if type(p) is Literal or p.aval.shape != out.shape or p.aval.dtype != out.dtype \
-                or not dies_here(p):
-            continue
-        if getattr(producer.get(p), "primitive", None) is broadcast_in_dim_p:
-            continue  # a bias, never overwritable (a broadcast is a view)
+                or getattr(producer.get(p), "primitive", None) is broadcast_in_dim_p:
+            continue  # (a broadcast bias is a view: never overwritable)
         found = _chain(t, producer, uses)
-        if found is None:
+        if found is None or not dies_here(p):
             continue
         dot_eqn, c, side = found
         params = dict(_dot_params(dot_eqn.params), combine=combine, scale_side=side)

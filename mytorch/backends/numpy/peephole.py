@@ -26,18 +26,16 @@ _NOT_BINARY = frozenset({select_n_p})
 def prepare(jaxpr, donated=()):
     """The rewritten jaxpr (a new object; the input is not modified). `donated`: flags, one
     per input, of the inputs whose buffers the code may overwrite."""
-    donated = donated or (False,) * len(jaxpr.invars)
-    readonly = {v for v, d in zip(jaxpr.invars, donated, strict=True) if not d}
-    readonly.update(v for v in jaxpr.outvars if type(v) is Var)
-    last_read = {v: i for i, eqn in enumerate(jaxpr.eqns) for v in eqn.invars if type(v) is Var}
     producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
     uses = read_counts(jaxpr)
+    free = _Overwritable(jaxpr, donated)
     eqns, changed = [], False
     for i, eqn in enumerate(jaxpr.eqns):
         new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
         new = _abs_of_negation(new, producer, uses)
-        new = dot_update.fuse(new, producer, uses,
-                              lambda v, i=i: last_read.get(v) == i and v not in readonly)
+        if new.primitive in dot_update.ENDS:
+            free.at = i
+            new = dot_update.fuse(new, producer, uses, free)
         changed |= new is not eqn
         if new is not eqn:  # later rewrites see this one (a dot_update of a swapped product)
             producer.update((v, new) for v in new.outvars)
@@ -48,6 +46,29 @@ def prepare(jaxpr, donated=()):
     # read, are dead
     return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
                            jaxpr.debug_name))
+
+
+class _Overwritable:
+    """`free(v)`: whether `v`'s buffer may be overwritten by the equation at index `at`: an
+    intermediate or a donated input, read by no later equation and not an output (the read
+    positions are found on the first question)."""
+
+    def __init__(self, jaxpr, donated):
+        self.jaxpr, self.donated, self.at, self._last = jaxpr, donated, None, None
+
+    def __call__(self, v):
+        if self._last is None:
+            jaxpr = self.jaxpr
+            flags = self.donated or (False,) * len(jaxpr.invars)
+            self._last = {v: k for k, e in enumerate(jaxpr.eqns) for v in e.invars
+                          if type(v) is Var}
+            for v_in, d in zip(jaxpr.invars, flags, strict=True):
+                if not d:
+                    self._last[v_in] = -1  # never free
+            for v_out in jaxpr.outvars:
+                if type(v_out) is Var:
+                    self._last[v_out] = -1
+        return self._last.get(v) == self.at
 
 
 def _scalar_source(v, producer):
