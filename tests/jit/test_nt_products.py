@@ -87,7 +87,7 @@ def test_jitted_and_eager_nt_products_match_the_float64_product(m, n, k, dtype):
         mt.clear_caches()
         text = mt.jit(f).lower(a, b).compile().as_text()
         if min(m, n, k) > 1:  # (degenerate shapes have their own lowerings)
-            assert "_matmul_nt(" in text
+            assert "_matmul_or_swapped(" in text
         got = np.asarray(mt.jit(f)(a, b))
         eager = np.asarray(f(mnp.asarray(a), mnp.asarray(b)))
     mt.clear_caches()
@@ -97,7 +97,7 @@ def test_jitted_and_eager_nt_products_match_the_float64_product(m, n, k, dtype):
     assert np.all(np.abs(got - want) <= tol) and np.all(np.abs(eager - want) <= tol)
 
 
-def test_gradient_through_a_wide_layer_matches_finite_differences(x64):
+def test_gradient_through_a_wide_layer_matches_finite_differences(x64, monkeypatch):
     """The backward pass of x @ W with few rows in x has the NT product dz @ W.T (the rule's
     real shape, not forced): its gradient against float64 central differences."""
     rng = np.random.default_rng(3)
@@ -110,8 +110,12 @@ def test_gradient_through_a_wide_layer_matches_finite_differences(x64):
     mt.clear_caches()
     assert dot_nt.pays(64, 512, 256, np.float64)
     text = mt.jit(mt.grad(loss)).lower(x).compile().as_text()
-    assert "_matmul_nt(" in text
+    assert "_matmul_or_swapped(" in text
+    swapped = []  # the runtime takes the swapped product (dz and W are C-contiguous)
+    transposer = dot_nt.transposer
+    monkeypatch.setattr(dot_nt, "transposer", lambda dt: swapped.append(dt) or transposer(dt))
     g = np.asarray(mt.jit(mt.grad(loss))(x))
+    assert swapped
     np.testing.assert_allclose(g, np.asarray(mt.grad(loss)(x)), rtol=1e-12, atol=1e-12)
     h = 1e-4  # the loss sums 16384 terms: smaller steps drown in its rounding
     for i, j in [(0, 0), (17, 300), (63, 511)]:

@@ -415,8 +415,8 @@ def _dot_general(g, eqn, args):
             return fresh(f"_fill_mul({small}, {big}, {full[1]}, {out})")
         return fresh(f"np.multiply({a}, {b}" + (f", out={out})" if out else ")"))
     if not lb and tuple(mm_shape) == tuple(out_shape) and dot_nt.pays(m, n, k, dtype):
-        out = g.out_buffer(eqn, in_place=False)  # a @ b.T with few rows in a: dot_nt.py
-        return fresh(f"_matmul_nt({a}, {b}" + (f", {out})" if out else ")"))
+        out = g.out_buffer(eqn, in_place=False)  # swapped where b is transposed: dot_nt
+        return fresh(f"_matmul_or_swapped({a}, {b}" + (f", {out})" if out else ")"))
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, in_place=False)
         return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
@@ -467,5 +467,5 @@ def fusable(eqn):
 
 RUNTIME["_select"] = _select_runtime
 RUNTIME["_fill_mul"] = _fill_mul_runtime
-RUNTIME["_matmul_nt"] = dot_nt.matmul
+RUNTIME["_matmul_or_swapped"] = dot_nt.matmul
 RUNTIME["_broadcast"] = _broadcast_runtime
