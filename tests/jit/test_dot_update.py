@@ -161,3 +161,28 @@ def test_gemm_update_refuses_a_result_sharing_memory_with_an_operand():
     assert not blas.gemm_update(a, a, b, 1.0)
     assert not blas.gemm_update(b, a, b.T, 1.0)
     np.testing.assert_array_equal(a, 1.0)
+
+
+def test_products_in_loop_bodies_are_left_to_the_loop_passes():
+    """An RNN step `x_t @ Wx + h @ Wh` adds a product into an intermediate, but inside a
+    scan body the loop passes hoist `x_t @ Wx` out of the loop (all steps in one product):
+    rewriting the sum into a dot_update there would defeat that (W7 ran 2.2x slower)."""
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((50, 8, 16)).astype(np.float32)
+    wx, wh = (rng.standard_normal((16, 16)).astype(np.float32) / 4 for _ in range(2))
+    h0 = np.zeros((8, 16), np.float32)
+
+    def loss(wx, wh):
+        def step(h, x):
+            h = mnp.tanh(x @ wx + h @ wh)
+            return h, mnp.sum(h * h)
+
+        _, ys = mt.lax.scan(step, h0, xs)
+        return mnp.sum(ys)
+
+    text = _text(mt.grad(loss, argnums=(0, 1)), wx, wh)
+    assert "_dot_update(" not in text
+    got = mt.jit(mt.grad(loss, argnums=(0, 1)))(wx, wh)
+    want = mt.grad(loss, argnums=(0, 1))(wx, wh)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)

@@ -23,9 +23,11 @@ from mytorch.transforms.dce import dce_jaxpr
 _NOT_BINARY = frozenset({select_n_p})
 
 
-def prepare(jaxpr, donated=()):
-    """The rewritten jaxpr (a new object; the input is not modified). `donated`: flags, one
-    per input, of the inputs whose buffers the code may overwrite."""
+def prepare(jaxpr, donated=None):
+    """The rewritten jaxpr (a new object; the input is not modified). `donated`: for a whole
+    compiled function, flags (one per input) of the inputs whose buffers the code may
+    overwrite; only then are updates rewritten into `dot_update` (a loop body's products
+    are left to the loop passes, which hoist and sink them: control_flow_sink.py)."""
     producer = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
     uses = read_counts(jaxpr)
     free = _Overwritable(jaxpr, donated)
@@ -33,7 +35,7 @@ def prepare(jaxpr, donated=()):
     for i, eqn in enumerate(jaxpr.eqns):
         new = _dot_of_transpose(_scalar_operands(eqn, producer), producer, uses)
         new = _abs_of_negation(new, producer, uses)
-        if new.primitive in dot_update.ENDS:
+        if donated is not None and new.primitive in dot_update.ENDS:
             free.at = i
             new = dot_update.fuse(new, producer, uses, free)
         changed |= new is not eqn
@@ -54,7 +56,7 @@ class _Overwritable:
     positions are found on the first question)."""
 
     def __init__(self, jaxpr, donated):
-        self.jaxpr, self.donated, self.at, self._last = jaxpr, donated, None, None
+        self.jaxpr, self.donated, self.at, self._last = jaxpr, donated or (), None, None
 
     def __call__(self, v):
         if self._last is None:
