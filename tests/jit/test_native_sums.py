@@ -97,6 +97,71 @@ def test_column_sums_match_eager_bit_for_bit(rows, cols, dt, specials, seed):
         _same(g, w)
 
 
+def _reducing_loops(f, *args, name):
+    mt.clear_caches()
+    text = mt.jit(f).lower(*args).compile().as_text()
+    return [line for line in text.splitlines() if line.startswith("# _nat") and name in line]
+
+
+def _same_up_to_zero_sign(got, want):
+    """Equal values (NaN where NaN), a zero of either sign for a zero: a max or min of
+    +0.0 and -0.0 may come out with either sign (NumPy's vector loops compare in another
+    order than the compiled one)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok], want[ok])  # (+0.0 == -0.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 40), n=st.sampled_from([1, 10, 13, 127, 128, 129, 300, 1031]),
+       dt=st.sampled_from([np.float32, np.float64]), specials=st.booleans(),
+       zeros=st.booleans(), seed=st.integers(0, 2**16))
+def test_row_max_and_min_ending_a_run_match_eager(rows, n, dt, specials, zeros, seed):
+    """A softmax's `max(z + b, axis=-1)` and a min over rows, computed in the loop writing
+    z + b: NumPy's maximum (minimum) of each row, NaN propagating, infinities kept."""
+    rng = np.random.default_rng(seed)
+    z, b = _values(rng, (rows, n), dt, specials), _values(rng, (n,), dt, False)
+    if zeros:  # rows of signed zeros: the largest value is a zero
+        z[: rows // 2] = np.where(rng.random((rows // 2, n)) < 0.5, -0.0, 0.0) - b
+
+    def f(z, b):
+        h = z + b
+        return mnp.max(h, axis=-1), h
+
+    def g(z, b):
+        return mnp.min(z * 2.0, axis=1)
+
+    if rows * n >= fusion.NATIVE_MIN_SIZE:
+        assert _reducing_loops(f, z, b, name="reduce_max")
+        assert _reducing_loops(g, z, b, name="reduce_min")
+    with mt.config.override(enable_x64=True):
+        for fn in (f, g):
+            got, want = mt.jit(fn)(z, b), fn(mnp.asarray(z), mnp.asarray(b))
+            for a, w in zip(mt.tree_util.tree_leaves(got), mt.tree_util.tree_leaves(want),
+                            strict=True):
+                _same_up_to_zero_sign(a, w)
+
+
+def test_max_and_sum_make_separate_runs_and_the_log_sum_exp_matches():
+    """logsumexp's max (read by the sum's run) ends one run, the sum another. (Rows of no
+    values, -inf, never form a compiled run: empty arrays have no loop to run.)"""
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((256, 10)).astype(np.float32)
+
+    def f(z):
+        return mt.scipy.special.logsumexp(z * 3.0, axis=-1)
+
+    assert _reducing_loops(f, z, name="reduce_max")
+    assert _summing_loops(f, z)
+    np.testing.assert_allclose(mt.jit(f)(z), f(mnp.asarray(z)), rtol=1e-6)
+    empty = np.zeros((600, 0), np.float32)
+    np.testing.assert_array_equal(mt.jit(lambda x: mnp.max(x + 1.0, axis=-1,
+                                                           initial=-np.inf))(empty),
+                                  np.full(600, -np.inf, np.float32))
+
+
 def test_higher_rank_sums_and_a_sum_read_after_the_run():
     """Rank-3 operands summed over the last and the first axis; a value that reads a sum
     (x - sum) is computed after the run, not inside it."""

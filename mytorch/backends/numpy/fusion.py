@@ -23,10 +23,9 @@ import math
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.emitters import EMITTERS, fusable, inline_ok
 from mytorch.backends.numpy.fusion_c import compiled_loop, eager_loop, has_c
-from mytorch.backends.numpy.fusion_sums import call_axes, reduction_mode
+from mytorch.backends.numpy.fusion_sums import REDUCTIONS, call_axes, reduction_mode
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import clamp_p, select_n_p
-from mytorch.lax.reductions import reduce_sum_p
 
 BLOCK_BYTES = 128 * 1024  # per value in a block: scratch buffers stay in L2
 MIN_SIZE = 1 << 18  # smaller arrays (<= 1 MiB of float32) stay in L2 between ufuncs anyway
@@ -110,9 +109,10 @@ def _schedule(eqns, shapes, idx, least=None):
 
 
 def _sum_kind(eqn):
-    """(reduction_mode, dtype) of a sum a compiled loop computes, or None."""
+    """(reduction_mode, dtype, primitive) of a reduction (sum, max, min) a compiled loop
+    computes, or None."""
     mode = reduction_mode(eqn)
-    return (mode, eqn.outvars[0].aval.dtype) if mode else None
+    return (mode, eqn.outvars[0].aval.dtype, eqn.primitive) if mode else None
 
 
 def _run_shape(eqn, compiled):
@@ -121,7 +121,7 @@ def _run_shape(eqn, compiled):
     of its operand's shape."""
     if len(eqn.outvars) != 1:
         return None
-    if compiled and eqn.primitive is reduce_sum_p:
+    if compiled and eqn.primitive in REDUCTIONS:
         return eqn.invars[0].aval.shape if reduction_mode(eqn) else None
     shape = eqn.outvars[0].aval.shape
     if not shape:
@@ -194,7 +194,7 @@ def emit_run(gen, eqns, run, pos):
     by_rows = lead == 1  # axis 0 slices any array (broadcasts, transposes, pooled buffers)
     rows_shape = (size, *scratch_shape)
 
-    sums = [e for e in members if e.primitive is reduce_sum_p]
+    sums = [e for e in members if e.primitive in REDUCTIONS]
     totals = [e.outvars[0] for e in sums]
     full = [v for v in escaping if v not in totals]  # written by the loop in full
     small = math.prod(shape) < (gen.native_min_size or NATIVE_MIN_SIZE)

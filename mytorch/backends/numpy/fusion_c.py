@@ -16,7 +16,6 @@ from mytorch.backends.numpy.emitters import native_dtypes
 from mytorch.core.ad_util import add_any_p
 from mytorch.core.jaxpr import Literal, Var
 from mytorch.lax.elementwise import digamma_p, integer_pow_p, lgamma_p
-from mytorch.lax.reductions import reduce_sum_p
 
 _C_OK = {}  # (primitive, *dtypes, *params) -> C template in a compiled loop, or None
 # digamma's series cancels near its roots, where libmvec's log and tan (a few ulp from
@@ -226,7 +225,7 @@ def _loop_source(members, inputs, scalars, escaping, subst, totals=(), small=Fal
         names[v] = literal(src.val, src.aval.dtype) if type(src) is Literal else names[src]
     for k, e in enumerate(members):
         out = e.outvars[0]
-        if e.primitive is reduce_sum_p:
+        if e.primitive in fusion_sums.REDUCTIONS:
             body.append(None)
             continue
         ops = [literal(v.val, v.aval.dtype) if type(v) is Literal else names[v]
@@ -236,7 +235,7 @@ def _loop_source(members, inputs, scalars, escaping, subst, totals=(), small=Fal
         names[out] = f"t{k}"
     if totals:
         mode = next(fusion_sums.reduction_mode(e) for e in members
-                    if e.primitive is reduce_sum_p)
+                    if e.primitive in fusion_sums.REDUCTIONS)
         return fusion_sums.loop_source(cx.ctype, lambda v: _mem(cx, v), members, inputs,
                                        scalars, totals, escaping, names, body, mode)
     contiguous = " && ".join(f"steps[{k}] == sizeof({_mem(cx, v)})"

@@ -7,6 +7,11 @@ that computes its operand, with the eager kernel's rounding, bit for bit:
 - cols: the rows added one after another to 0, as np.add.reduce adds along a leading
   axis (the eager kernel blocks longer columns, which this loop does not take).
 
+A float `reduce_max` or `reduce_min` over the last axis (a softmax's or logsumexp's row
+maximum) ends a run the same way (rows only): NumPy's maximum (minimum) folded over the
+row, NaN propagating; the value is np.maximum.reduce's but for the sign of a zero result.
+A run's reductions are all of one primitive (fusion._sum_kind).
+
 Such a run is a generalized ufunc, its core dimension the summed axis: full-size operands
 and results "(n)", 0-d values and sums "()" (cols: called with `axes=`, the core dimension
 first). NumPy hands each call whole rows (or columns), however it iterates the others.
@@ -14,17 +19,21 @@ first). NumPy hands each call whole rows (or columns), however it iterates the o
 
 import numpy as np
 
-from mytorch.lax.reductions import reduce_sum_p
+from mytorch.lax.reductions import reduce_max_p, reduce_min_p, reduce_sum_p
+
+# what a compiled run may end with (max and min over the last axis only)
+REDUCTIONS = (reduce_sum_p, reduce_max_p, reduce_min_p)
 
 COLUMN_ROWS = 256  # the eager kernel adds up to this many rows one after another
 BLOCK = 128  # NumPy's pairwise-sum block (PW_BLOCKSIZE)
 
 
 def reduction_mode(eqn):
-    """"rows", "cols" or None: how a compiled loop sums `eqn` (see the module docstring);
+    """"rows", "cols" or None: how a compiled loop reduces `eqn` (see the module docstring);
     None for anything else than a float32/float64 sum of an array of two or more axes over
-    its last axis, or over its first of at most COLUMN_ROWS rows."""
-    if eqn.primitive is not reduce_sum_p:
+    its last axis, or over its first of at most COLUMN_ROWS rows, or such a max or min over
+    its last axis."""
+    if eqn.primitive not in REDUCTIONS:
         return None
     x, out = eqn.invars[0].aval, eqn.outvars[0].aval
     if x.dtype not in (np.float32, np.float64) or out.dtype != x.dtype or len(x.shape) < 2:
@@ -32,7 +41,7 @@ def reduction_mode(eqn):
     axes = tuple(sorted(a % len(x.shape) for a in eqn.params["axes"]))
     if axes == (len(x.shape) - 1,):
         return "rows"
-    if axes == (0,) and x.shape[0] <= COLUMN_ROWS:
+    if axes == (0,) and x.shape[0] <= COLUMN_ROWS and eqn.primitive is reduce_sum_p:
         return "cols"
     return None
 
@@ -62,8 +71,9 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
     n_ops = first_sum + len(totals)
     core = {k: n_ops + k for k in range(n_in)}  # core steps: arrays, then full outputs
     core.update({first_out + k: n_ops + n_in + k for k in range(n_out)})
-    sums = [e for e in members if e.primitive is reduce_sum_p]
+    sums = [e for e in members if e.primitive in REDUCTIONS]
     t = ctype(totals[0].aval.dtype)
+    prim = sums[0].primitive  # one kind per run (fusion._sum_kind)
     operand = [names[e.invars[0]] for e in sums]
     stmts = [b for b in body if b is not None]
     zs = [f"const {ctype(v.aval.dtype)} z{k} = *(const {mem(v)} *)(args[{n_in + k}] + "
@@ -97,7 +107,7 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
                   f"steps[{core[j]}]) = {names[v]};" for j, ty, v in outs]
         block += [f"      r{k}[i] = {op};" for k, op in enumerate(operand)]
         block += ["    }", "  }"]
-        block += [f"  sums[{k}] = mt_pairwise(r{k}, m);" for k in range(len(sums))]
+        block += [f"  sums[{k}] = mt_block_total(r{k}, m);" for k in range(len(sums))]
         block += ["}",
                   # NumPy's recursion: halves rounded down to a multiple of 8, blocks of
                   # at most 128 values at the leaves, computed left to right
@@ -106,16 +116,19 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
                   "  npy_intp half = n / 2;", "  half -= half % 8;",
                   f"  {t} a[{len(sums)}], b[{len(sums)}];",
                   "  mt_tree(c, lo, half, a);", "  mt_tree(c, lo + half, n - half, b);",
-                  f"  for (int k = 0; k < {len(sums)}; k++) sums[k] = a[k] + b[k];", "}"]
+                  f"  for (int k = 0; k < {len(sums)}; k++) sums[k] = mt_combine(a[k], b[k]);",
+                  "}"]
         lines = block + lines
         lines += ["  const bool unit = " + (" && ".join(unit) or "true") + ";",
                   "  for (npy_intp o = 0; o < loops; o++) {",
                   "    const mt_ctx c = {args, steps, o, unit};",
                   f"    {t} s[{len(sums)}];",
                   "    if (n > 0) mt_tree(c, 0, n, s);",
-                  f"    else for (int k = 0; k < {len(sums)}; k++) s[k] = 0;"]
+                  f"    else for (int k = 0; k < {len(sums)}; k++) s[k] = {_IDENTITY[prim]};"]
+        # (a sum is added to np.add.reduce's identity 0, which turns -0.0 into +0.0)
+        total = f"({t})0 + s[{{k}}];" if prim is reduce_sum_p else "s[{k}];"
         lines += [f"    *({t} *)(args[{first_sum + k}] + o * steps[{first_sum + k}]) = "
-                  f"({t})0 + s[{k}];" for k in range(len(sums))]
+                  + total.format(k=k) for k in range(len(sums))]
         lines += ["  }", "}"]
     else:  # cols: per iteration o a column, the row r of the core at r * its core step
         simd = [f"(steps[{k}] == 0 || steps[{k}] == sizeof({ty}))" for k, ty, _ in typed] \
@@ -150,7 +163,7 @@ def loop_source(ctype, mem, members, inputs, scalars, totals, escaping, names, b
         lines += [f"    *({t} *)(args[{first_sum + k}] + o * steps[{first_sum + k}]) = acc{k};"
                   for k in range(len(sums))]
         lines += ["  }", "}"]
-    return _helpers(t) + "\n".join(lines) + "\n"
+    return _helpers(t, prim) + "\n".join(lines) + "\n"
 
 
 def _pointers(typed, outs, first_out, pad, step, base, offset):
@@ -169,10 +182,29 @@ def _pointers(typed, outs, first_out, pad, step, base, offset):
     return lines
 
 
-def _helpers(t):
-    """NumPy's pairwise sum (loops_utils.h.src) of one block of at most 128 values: eight
-    partial sums, combined as a tree, then the rest one by one."""
-    return f"""static inline {t} mt_pairwise(const {t} *a, npy_intp n) {{
+_IDENTITY = {reduce_sum_p: "0", reduce_max_p: "-INFINITY", reduce_min_p: "INFINITY"}
+# NumPy's maximum and minimum: the first operand where it compares >= (<=) or is NaN, so a
+# NaN anywhere makes the result NaN
+_CHOOSE = {reduce_max_p: "(a >= b || a != a) ? a : b", reduce_min_p: "(a <= b || a != a) ? a : b"}
+
+
+def _helpers(t, prim):
+    """C of `mt_block_total` (one block's reduction) and `mt_combine` (two blocks'). Sums:
+    NumPy's pairwise sum (loops_utils.h.src) of a block of at most 128 values: eight
+    partial sums, combined as a tree, then the rest one by one. Max and min: a left fold
+    with NumPy's maximum (minimum), equal to np.maximum.reduce's value but for the sign
+    of a zero result (NumPy's vector loops compare in another order: -0.0 == +0.0) and
+    the payload of a NaN."""
+    if prim is not reduce_sum_p:
+        return f"""static inline {t} mt_combine({t} a, {t} b) {{ return {_CHOOSE[prim]}; }}
+static inline {t} mt_block_total(const {t} *r, npy_intp n) {{
+  {t} m = r[0];
+  for (npy_intp i = 1; i < n; i++) m = mt_combine(m, r[i]);
+  return m;
+}}
+"""
+    return f"""static inline {t} mt_combine({t} a, {t} b) {{ return a + b; }}
+static inline {t} mt_block_total(const {t} *a, npy_intp n) {{
   if (n < 8) {{
     {t} res = 0;
     for (npy_intp i = 0; i < n; i++) res += a[i];
