@@ -24,13 +24,15 @@ _PREFIXES = ("scipy_cblas_", "cblas_")
 
 
 def _mapped_libraries():
-    """Paths of the shared libraries mapped into this process whose name mentions blas."""
+    """Paths of the shared libraries mapped into this process whose name mentions blas,
+    NumPy's own (under its package's folder or its wheel's numpy.libs) first."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split(None, 5)[-1].strip() for line in f if ".so" in line}
     except OSError:
         return []
-    return sorted(p for p in paths if "blas" in os.path.basename(p).lower() and os.path.isfile(p))
+    found = [p for p in paths if "blas" in os.path.basename(p).lower() and os.path.isfile(p)]
+    return sorted(found, key=lambda p: ("numpy" not in p, p))
 
 
 @functools.lru_cache(maxsize=None)
