@@ -48,7 +48,11 @@ def test_rosenbrock_float64(x64, x0):
     res = minimize(rosenbrock, np.asarray(x0, np.float64), method="BFGS")
     assert isinstance(res, OptimizeResults)
     assert bool(res.success) and int(res.status) == 0
-    np.testing.assert_allclose(np.asarray(res.x), np.ones(2), atol=1e-5)
+    # BFGS stops once max|grad| < gtol = 1e-5; near the minimum x - 1 ~ H^-1 grad, and the
+    # Hessian there ([[802, -400], [-400, 200]]) has its smallest eigenvalue at 0.399, so x
+    # may still be |grad|_2 / 0.399 <= sqrt(2) 1e-5 / 0.399 = 3.5e-5 away (a drawn start,
+    # x0 = [0, 0.9217...], stops 1.08e-5 away)
+    np.testing.assert_allclose(np.asarray(res.x), np.ones(2), atol=3.6e-5)
     assert float(res.fun) < 1e-10
     assert np.max(np.abs(np.asarray(res.jac))) < 1e-5
     assert int(res.nfev) >= int(res.nit) >= 1
