@@ -191,16 +191,22 @@ _CHOOSE = {reduce_max_p: "(a >= b || a != a) ? a : b", reduce_min_p: "(a <= b ||
 def _helpers(t, prim):
     """C of `mt_block_total` (one block's reduction) and `mt_combine` (two blocks'). Sums:
     NumPy's pairwise sum (loops_utils.h.src) of a block of at most 128 values: eight
-    partial sums, combined as a tree, then the rest one by one. Max and min: a left fold
-    with NumPy's maximum (minimum), equal to np.maximum.reduce's value but for the sign
-    of a zero result (NumPy's vector loops compare in another order: -0.0 == +0.0) and
-    the payload of a NaN."""
-    if prim is not reduce_sum_p:
+    partial sums, combined as a tree, then the rest one by one. Max and min: a vectorised
+    fold (NaN noted apart, and then the result), equal to np.maximum.reduce's value but for
+    the sign of a zero result (the lanes compare in another order: -0.0 == +0.0) and the
+    payload of a NaN."""
+    if prim is not reduce_sum_p:  # a vectorised fold, NaN tracked apart
+        op, better = ("max", ">") if prim is reduce_max_p else ("min", "<")
         return f"""static inline {t} mt_combine({t} a, {t} b) {{ return {_CHOOSE[prim]}; }}
 static inline {t} mt_block_total(const {t} *r, npy_intp n) {{
   {t} m = r[0];
-  for (npy_intp i = 1; i < n; i++) m = mt_combine(m, r[i]);
-  return m;
+  int nan = 0;
+  #pragma omp simd reduction({op}:m) reduction(|:nan)
+  for (npy_intp i = 0; i < n; i++) {{
+    m = r[i] {better} m ? r[i] : m;
+    nan |= r[i] != r[i];
+  }}
+  return nan ? ({t})NAN : m;
 }}
 """
     return f"""static inline {t} mt_combine({t} a, {t} b) {{ return a + b; }}
