@@ -186,3 +186,18 @@ def test_products_in_loop_bodies_are_left_to_the_loop_passes():
     want = mt.grad(loss, argnums=(0, 1))(wx, wh)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=2e-5)
+
+
+def test_without_the_blas_the_update_is_not_rewritten(monkeypatch):
+    """Where NumPy's ILP64 GEMM is not found, the update keeps its fused form (a product
+    and one compiled pass) rather than a rewritten equation running the operations one by
+    one."""
+    rng = np.random.default_rng(6)
+    p, a, b = (rng.standard_normal(s).astype(np.float32) for s in ((8, 6), (8, 5), (5, 6)))
+
+    def f(p, a, b):
+        return p - 0.1 * (a @ b)
+
+    monkeypatch.setattr(blas, "available", lambda dtype: False)
+    assert "_dot_update(" not in _text(f, p, a, b, donate_argnums=0)
+    mt.clear_caches()

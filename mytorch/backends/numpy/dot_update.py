@@ -111,8 +111,8 @@ def fuse(eqn, producer, uses, dies_here):
     if eqn.primitive not in ENDS or type(eqn.outvars[0]) is not Var:
         return eqn
     out = eqn.outvars[0].aval
-    if out.dtype not in _FLOATS or len(out.shape) != 2:
-        return eqn
+    if out.dtype not in _FLOATS or len(out.shape) != 2 or not blas.available(out.dtype):
+        return eqn  # (without NumPy's ILP64 BLAS the operations stay as written, fused)
     x, y = eqn.invars
     candidates = [("sub", x, y)] if eqn.primitive is sub_p else [("add", x, y), ("radd", y, x)]
     for combine, p, t in candidates:
