@@ -83,7 +83,8 @@ def gemm_update(c, a, b, alpha, source=None):
     (c f[m, n] C-contiguous, a f[m, k], b f[k, n], one float dtype, each operand's rows or
     columns contiguous, c sharing no memory with a or b, m, n, k > 0). Returns False, having
     written nothing, where it cannot: the caller computes it otherwise."""
-    fn = _gemm(_LETTERS.get(c.dtype, "?"))
+    letter = _LETTERS.get(c.dtype)
+    fn = _gemm(letter) if letter is not None else None
     if fn is None or not (a.dtype == b.dtype == c.dtype) or not c.flags.c_contiguous:
         return False
     m, k = a.shape
