@@ -1,7 +1,9 @@
-"""`a @ b.T` with few rows in `a` (backends/numpy/dot_nt.py): computed as `b @ a.T` and
-transposed back by a compiled generalized ufunc. The transpose must be exact for any shape,
-stride and dtype; the product must match NumPy's float64 product to float rounding, eager
-and jitted, and fall back to the plain product for operands that are not C-contiguous.
+"""`a @ b.T` with a transposed C-contiguous `b` (backends/numpy/dot_nt.py): with few rows in
+`a`, computed as `b @ a.T` and transposed back by a compiled generalized ufunc; with a small
+float32 `b`, as `a @ b.T.copy()`, the copy made by the same transpose. The transpose must be
+exact for any shape, stride and dtype; the products must match NumPy's float64 product to
+float rounding, eager and jitted, and fall back to the plain product for operands in other
+layouts.
 """
 
 import numpy as np
@@ -73,6 +75,48 @@ def test_the_rule_takes_few_rows_against_many():
 
 
 @settings(max_examples=25, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 300), st.integers(1, 64))
+def test_copied_product_matches_the_float64_product(m, n, k):
+    a, b = _nt_args(np.random.default_rng(m * n + k + 1), m, n, k, np.float32)
+    _close(dot_nt.matmul_copied(a, b.T), a, b)
+    out = np.full((m, n), np.nan, np.float32)
+    assert dot_nt.matmul_copied(a, b.T, out=out) is out
+    _close(out, a, b)
+    at = np.asfortranarray(a)  # any layout of a: the plain product reads it
+    _close(dot_nt.matmul_copied(at, b.T), a, b)
+
+
+def test_copied_product_of_other_layouts_is_the_plain_product(monkeypatch):
+    rng = np.random.default_rng(1)
+    a, w = _nt_args(rng, 64, 96, 40, np.float32)  # a @ w.T: w [96, 40]
+    used = []
+    transposer = dot_nt.transposer
+    monkeypatch.setattr(dot_nt, "transposer", lambda dt: used.append(dt) or transposer(dt))
+    # right operands [40, 96] whose transpose is not C-contiguous: taken as they are
+    for y in (np.ascontiguousarray(w.T), np.asfortranarray(w).T):
+        assert not y.T.flags.c_contiguous
+        np.testing.assert_array_equal(dot_nt.matmul_copied(a, y), np.matmul(a, y))
+    strided = rng.standard_normal((96, 80)).astype(np.float32)[:, ::2]
+    np.testing.assert_array_equal(dot_nt.matmul_copied(a, strided.T), np.matmul(a, strided.T))
+    assert not used
+    c = rng.standard_normal((96, 40))  # mixed dtypes: NumPy's product
+    np.testing.assert_array_equal(dot_nt.matmul_copied(a, c.T), np.matmul(a, c.T))
+
+
+def test_the_copy_rule_takes_small_float32_operands():
+    assert dot_nt.copies(128, 256, 256, np.float32)  # a hidden layer's dz @ W.T
+    assert dot_nt.copies(128, 512, 10, np.float32)  # the output layer's
+    assert not dot_nt.copies(128, 512, 512, np.float32)  # swapped instead (pays)
+    assert dot_nt.pays(128, 512, 512, np.float32)
+    assert not dot_nt.copies(128, 256, 256, np.float64)  # NT dgemm is as fast
+    assert not dot_nt.copies(128, 1024, 64, np.float32)  # n too large
+    assert not dot_nt.copies(256, 512, 512, np.float32)  # b (n * k) too large
+    assert not dot_nt.copies(32, 10, 512, np.float32)  # too little work
+    assert not dot_nt.copies(16, 256, 256, np.float32)  # too few rows
+    assert not dot_nt.copies(128, 256, 256, None)  # mixed dtypes
+
+
+@settings(max_examples=25, deadline=None)
 @given(st.integers(1, 33), st.integers(1, 90), st.integers(1, 40), _DTYPES)
 def test_jitted_and_eager_nt_products_match_the_float64_product(m, n, k, dtype):
     a, b = _nt_args(np.random.default_rng(m + 7 * n + 11 * k), m, n, k, dtype)
@@ -94,6 +138,35 @@ def test_jitted_and_eager_nt_products_match_the_float64_product(m, n, k, dtype):
     want = np.maximum(a.astype(np.float64) @ b.astype(np.float64).T, 0) * 2
     tol = 8 * k * np.finfo(dtype).eps * (np.abs(a) @ np.abs(b).T).astype(np.float64)
     assert got.dtype == eager.dtype == dtype
+    assert np.all(np.abs(got - want) <= tol) and np.all(np.abs(eager - want) <= tol)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 33), st.integers(1, 90), st.integers(1, 40))
+def test_jitted_and_eager_copied_products_match_the_float64_product(m, n, k):
+    a, b = _nt_args(np.random.default_rng(m + 5 * n + 13 * k), m, n, k, np.float32)
+
+    def f(a, b):
+        return mnp.maximum(a @ b.T, 0.0) * 2.0
+
+    with pytest.MonkeyPatch.context() as mp:  # the copy rule taking every float32 NT product
+        mp.setattr(dot_nt, "MAX_ROWS", -1)
+        for name in ("COPY_MIN_ROWS", "COPY_MIN_WORK"):
+            mp.setattr(dot_nt, name, 0)
+        copied = []
+        transposer = dot_nt.transposer
+        mp.setattr(dot_nt, "transposer", lambda dt: copied.append(dt) or transposer(dt))
+        mt.clear_caches()
+        text = mt.jit(f).lower(a, b).compile().as_text()
+        if min(m, n, k) > 1:
+            assert "_matmul_copied(" in text
+        got = np.asarray(mt.jit(f)(a, b))
+        eager = np.asarray(f(mnp.asarray(a), mnp.asarray(b)))
+        assert copied or min(m, n, k) == 1
+    mt.clear_caches()
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64).T, 0) * 2
+    tol = 8 * k * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b).T).astype(np.float64)
+    assert got.dtype == eager.dtype == np.float32
     assert np.all(np.abs(got - want) <= tol) and np.all(np.abs(eager - want) <= tol)
 
 
@@ -123,3 +196,42 @@ def test_gradient_through_a_wide_layer_matches_finite_differences(x64, monkeypat
         e[i, j] = h
         fd = (float(loss(x + e)) - float(loss(x - e))) / (2 * h)
         assert abs(g[i, j] - fd) <= 1e-6 * max(1.0, abs(fd))
+
+
+def test_gradient_through_a_hidden_layer_takes_the_copied_product(monkeypatch):
+    """A float32 MLP's hidden layer (batch 128, width 256): the backward product dz @ W.T
+    runs with W.T copied; the gradient matches the float64 computation and central
+    differences of it."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((128, 256)).astype(np.float32)
+    w1 = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+
+    def loss(x, w1, w2):
+        return mnp.sum(mnp.tanh(mnp.tanh(x @ w1) @ w2) ** 2)
+
+    w2 = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    mt.clear_caches()
+    assert dot_nt.copies(128, 256, 256, np.float32)
+    text = mt.jit(mt.grad(loss)).lower(x, w1, w2).compile().as_text()
+    assert "_matmul_copied(" in text
+    copied = []
+    transposer = dot_nt.transposer
+    monkeypatch.setattr(dot_nt, "transposer", lambda dt: copied.append(dt) or transposer(dt))
+    g = np.asarray(mt.jit(mt.grad(loss))(x, w1, w2))
+    assert len(copied) == 2 and all(d == np.float32 for d in copied)  # dz @ W.T, both layers
+    x64, a64, b64 = x.astype(np.float64), w1.astype(np.float64), w2.astype(np.float64)
+
+    def loss64(x):
+        return np.sum(np.tanh(np.tanh(x @ a64) @ b64) ** 2)
+
+    h1 = np.tanh(x64 @ a64)
+    z = np.tanh(h1 @ b64)
+    dh1 = ((2 * z * (1 - z ** 2)) @ b64.T) * (1 - h1 ** 2)
+    want = dh1 @ a64.T
+    np.testing.assert_allclose(g, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())
+    h = 1e-6
+    for i, j in [(0, 0), (77, 200)]:
+        e = np.zeros_like(x64)
+        e[i, j] = h
+        fd = (loss64(x64 + e) - loss64(x64 - e)) / (2 * h)
+        assert abs(want[i, j] - fd) <= 1e-5 * max(1.0, abs(fd))

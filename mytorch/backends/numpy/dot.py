@@ -49,6 +49,9 @@ def matmul(a, b, out_dtype):
         a, b = a.astype(ct, copy=False), b.astype(ct, copy=False)
         if a.ndim == 2 and b.ndim == 2 and dot_nt.pays(a.shape[0], b.shape[1], a.shape[1], ct):
             out = dot_nt.matmul(a, b)  # the swapped product where b is a transposed matrix
+        elif a.ndim == 2 and b.ndim == 2 and dot_nt.copies(a.shape[0], b.shape[1], a.shape[1],
+                                                            ct):
+            out = dot_nt.matmul_copied(a, b)  # a transposed b copied into C order first
         else:
             out = np.matmul(a, b)
         return out.astype(out_dtype, copy=False)

@@ -417,6 +417,9 @@ def _dot_general(g, eqn, args):
     if not lb and tuple(mm_shape) == tuple(out_shape) and dot_nt.pays(m, n, k, dtype):
         out = g.out_buffer(eqn, in_place=False)  # swapped where b is transposed: dot_nt
         return fresh(f"_matmul_or_swapped({a}, {b}" + (f", {out})" if out else ")"))
+    if not lb and tuple(mm_shape) == tuple(out_shape) and dot_nt.copies(m, n, k, dtype):
+        out = g.out_buffer(eqn, in_place=False)  # b transposed into C order first: dot_nt
+        return fresh(f"_matmul_copied({a}, {b}" + (f", {out})" if out else ")"))
     if tuple(mm_shape) == tuple(out_shape):
         out = g.out_buffer(eqn, in_place=False)
         return fresh(f"np.matmul({a}, {b}" + (f", out={out})" if out else ")"))
@@ -468,4 +471,5 @@ def fusable(eqn):
 RUNTIME["_select"] = _select_runtime
 RUNTIME["_fill_mul"] = _fill_mul_runtime
 RUNTIME["_matmul_or_swapped"] = dot_nt.matmul
+RUNTIME["_matmul_copied"] = dot_nt.matmul_copied
 RUNTIME["_broadcast"] = _broadcast_runtime
