@@ -98,7 +98,10 @@ def cases(draw):
         if kind == "int":
             comps.append(draw(oob))
         elif kind == "array":
-            ishape = draw(hnp.broadcastable_shapes(base, max_dims=len(base), max_side=3))
+            # a shape broadcasting *to* base (each trailing dim 1 or base's), so that all
+            # the index arrays broadcast together (base's 1s would let (2,) meet (3,))
+            k = draw(st.integers(0, len(base)))
+            ishape = tuple(draw(st.sampled_from([1, d])) for d in base[len(base) - k:])
             comps.append(draw(hnp.arrays(np.int64, ishape, elements=oob)))
         elif kind == "slice":
             bound = st.one_of(st.none(), st.integers(-n - 3, n + 3))
