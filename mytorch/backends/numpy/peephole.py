@@ -8,11 +8,13 @@
 - `abs(0 - x)` and `abs(-x)` read x directly (logaddexp's |x1 - x2| with a literal x1).
 - `p - c * (a @ b)` and its kin, where p's buffer may be overwritten, become one
   `dot_update`: a GEMM adding into p (dot_update.py).
+- A stored mask that is a `select_n` of constants (ReLU's derivative) is stored as uint8
+  codes of its constants, decoded by the loop reading it (narrow_masks.py).
 
 All keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
 """
 
-from mytorch.backends.numpy import dot_update
+from mytorch.backends.numpy import dot_update, narrow_masks
 from mytorch.backends.planner import read_counts
 from mytorch.core.jaxpr import Jaxpr, Literal, Var
 from mytorch.lax.dot import dot_general_p
@@ -42,12 +44,11 @@ def prepare(jaxpr, donated=None):
         if new is not eqn:  # later rewrites see this one (a dot_update of a swapped product)
             producer.update((v, new) for v in new.outvars)
         eqns.append(new)
-    if not changed:
-        return jaxpr
-    # a product now computed transposed or added into an update, and broadcasts no longer
-    # read, are dead
-    return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
-                           jaxpr.debug_name))
+    if changed:  # a product now computed transposed or added into an update, and
+        # broadcasts no longer read, are dead
+        jaxpr = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
+                                jaxpr.debug_name))
+    return narrow_masks.narrow(jaxpr)
 
 
 class _Overwritable:
