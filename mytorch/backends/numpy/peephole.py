@@ -8,13 +8,15 @@
 - `abs(0 - x)` and `abs(-x)` read x directly (logaddexp's |x1 - x2| with a literal x1).
 - `p - c * (a @ b)` and its kin, where p's buffer may be overwritten, become one
   `dot_update`: a GEMM adding into p (dot_update.py).
+- Cheap elementwise operations on a small array that is then broadcast into a compiled
+  loop move after the broadcast, into the loop (sink_broadcasts.py).
 - A stored mask that is a `select_n` of constants (ReLU's derivative) is stored as uint8
   codes of its constants, decoded by the loop reading it (narrow_masks.py).
 
 All keep the jaxpr's types; the rewritten jaxpr is what the code generator compiles.
 """
 
-from mytorch.backends.numpy import dot_update, narrow_masks
+from mytorch.backends.numpy import dot_update, narrow_masks, sink_broadcasts
 from mytorch.backends.planner import read_counts
 from mytorch.core.jaxpr import Jaxpr, Literal, Var
 from mytorch.lax.dot import dot_general_p
@@ -48,7 +50,7 @@ def prepare(jaxpr, donated=None):
         # broadcasts no longer read, are dead
         jaxpr = dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars,
                                 jaxpr.debug_name))
-    return narrow_masks.narrow(jaxpr)
+    return narrow_masks.narrow(sink_broadcasts.sink(jaxpr))
 
 
 class _Overwritable:
