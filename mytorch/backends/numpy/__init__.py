@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from mytorch.backends.numpy import aligned
 from mytorch.core.backend import Backend, Device, register_backend
 from mytorch.core.config import config
 
@@ -28,7 +29,14 @@ class NumpyBackend(Backend):
         return self._devices[:n]
 
     def put(self, value, device):
-        return np.array(value, copy=True)
+        value = np.asarray(value)
+        if value.nbytes < aligned.LARGE_BYTES:
+            return np.array(value, copy=True)
+        token = aligned.enter()  # a large array: a 64-byte aligned copy (aligned.py)
+        try:
+            return np.array(value, copy=True)
+        finally:
+            aligned.leave(token)
 
     def to_numpy(self, buf):
         return buf

@@ -31,6 +31,7 @@ import re
 
 import numpy as np
 
+from mytorch.backends.numpy import aligned
 from mytorch.backends.numpy.emitters import EMITTERS, RUNTIME, inline_ok
 from mytorch.backends.numpy.fusion import emit_run, find_runs
 from mytorch.backends.numpy.fusion_c import loop_comment
@@ -343,8 +344,19 @@ class Generator:
             leave = f"\n        _record({site}, _tf)"
             self.ns.update(_clock=profiling.clock, _record=profiling.record,
                            _track=profiling.track)
+        if self._allocates_large():  # 64-byte aligned buffers (aligned.py)
+            enter += "    _atok = _aligned_enter()\n"
+            leave = f"\n        _aligned_leave(_atok){leave}"
+            self.ns.update(_aligned_enter=aligned.enter, _aligned_leave=aligned.leave)
         return (f"{head}\n{enter}    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
                 f"    finally:\n        _errreset(_tok){leave}\n")
+
+    def _allocates_large(self):
+        """Whether the function computes arrays of `aligned.LARGE_BYTES` or more, which it
+        then allocates 64-byte aligned (where the aligned allocator is available)."""
+        return aligned.available() and any(
+            v.aval.size * v.aval.dtype.itemsize >= aligned.LARGE_BYTES
+            for e in self.jaxpr.eqns for v in e.outvars if hasattr(v.aval, "shape"))
 
 
 def _impl_kernel(prim):
