@@ -58,8 +58,7 @@ def narrow(jaxpr):
     outs = {v for v in jaxpr.outvars if type(v) is Var}
     replace, before = {}, {}  # eqn index -> equations replacing it / inserted before it
     for i, eqn in enumerate(eqns):
-        tree = _tree(eqns, eqn, producer, readers, outs)
-        if tree is None:
+        if not _tree(eqns, eqn, producer, readers, outs):
             continue
         s = eqn.outvars[0]
         at = sorted(set(readers[s]))
@@ -102,20 +101,16 @@ def _constant(v, producer, shape):
 
 def _tree(eqns, eqn, producer, readers, outs):
     """Whether `eqn` is the root of a select_n tree of broadcast constants worth storing as
-    codes (see the module docstring): returns True or None."""
+    codes (see the module docstring)."""
     if eqn.primitive is not select_n_p or len(eqn.outvars) != 1:
-        return None
+        return False
     s = eqn.outvars[0]
     if type(s) is not Var or s in outs or s.aval.dtype.itemsize < 2 or \
             s.aval.size < MIN_SIZE or s not in readers:
-        return None
+        return False
     shape = s.aval.shape
-    for k in readers[s]:
-        if not _decodes(eqns[k], shape):
-            return None
-    if not _constant_tree(eqn, producer, readers, shape, [0]):
-        return None
-    return True
+    return all(_decodes(eqns[k], shape) for k in readers[s]) and \
+        _constant_tree(eqn, producer, readers, shape, [0])
 
 
 def _decodes(reader, shape):
