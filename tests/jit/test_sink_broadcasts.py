@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import mytorch as mt
 import mytorch.numpy as mnp
+from mytorch import lax
 from mytorch.backends.numpy import native, peephole, sink_broadcasts
 from mytorch.scipy.special import logsumexp
 
@@ -113,6 +114,21 @@ def test_gradient_matches_central_differences(x64):
         assert abs(g[i, j] - fd) <= 1e-7 * max(1.0, abs(fd))
 
 
+def _rows(v, shape):
+    """v f32[n] broadcast along the rows of `shape` [n, m] (one broadcast_in_dim)."""
+    return lax.broadcast_in_dim(v, shape, (0,))
+
+
+def test_a_moved_chain_reads_as_before():
+    x = np.random.default_rng(5).standard_normal((128, 32)).astype(np.float32)
+
+    def f(x):
+        return x - _rows(mnp.max(x, axis=1) * 2.0, x.shape)
+
+    assert not _small_ops(_prepared(f, x), "mul", 1) and _small_ops(_prepared(f, x), "mul", 2)
+    np.testing.assert_array_equal(np.asarray(mt.jit(f)(x)), x - 2 * x.max(axis=1)[:, None])
+
+
 def test_what_stays_before_the_broadcast():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((128, 32)).astype(np.float32)
@@ -122,8 +138,9 @@ def test_what_stays_before_the_broadcast():
                                       "exp", 1),
         "read again": (lambda x, w: (x - (mnp.max(x, axis=1) * 2.0)[:, None],
                                      mnp.max(x, axis=1) * 2.0), "mul", 1),
-        "read by a product": (lambda x, w: mnp.broadcast_to(
-            (mnp.max(x, axis=1) * 2.0)[:, None], x.shape) @ w, "mul", 1),
+        "an output": (lambda x, w: _rows(mnp.max(x, axis=1) * 2.0, x.shape), "mul", 1),
+        "read by a product": (lambda x, w: _rows(mnp.max(x, axis=1) * 2.0, x.shape) @ w,
+                              "mul", 1),
     }
     for name, (f, prim, ndim) in cases.items():
         prepared = _prepared(f, x, w)

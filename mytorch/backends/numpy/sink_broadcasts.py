@@ -73,8 +73,11 @@ def _chain(b, producer, readers, outs):
     if not u.aval.shape or out.aval.size < NATIVE_MIN_SIZE or \
             out.aval.size > MAX_RATIO * u.aval.size:
         return None
-    if not all(r.primitive.kind == "elementwise" and has_c(r) for r in readers.get(out, ())):
-        return None  # (read by nothing compiled: a view stays cheaper)
+    if out in outs or not readers.get(out) or not all(
+            r.primitive.kind == "elementwise" and has_c(r) for r in readers[out]):
+        # an output (pmean under vmap: the replicas' mean broadcast back), or read by
+        # something not compiled: the small result and a view of it stay cheaper
+        return None
     chain = []
     _collect(producer.get(u), u, producer, readers, outs, chain)
     return chain or None
