@@ -46,9 +46,10 @@ _WHICH = np.dtype(np.int32)
 def narrow(jaxpr):
     """The jaxpr with its stored constant masks kept as uint8 codes (a new object), or
     `jaxpr` itself where there are none."""
-    if not native.available():
-        return jaxpr
     eqns = jaxpr.eqns
+    if not any(e.primitive is select_n_p and e.outvars[0].aval.size >= MIN_SIZE
+               for e in eqns) or not native.available():
+        return jaxpr  # (the common case, found without building the maps below)
     producer = {v: eqn for eqn in eqns for v in eqn.outvars}
     readers = {}
     for k, eqn in enumerate(eqns):

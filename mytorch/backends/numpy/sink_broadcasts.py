@@ -39,9 +39,10 @@ MAX_RATIO = 4096  # broadcast elements per small-array element
 def sink(jaxpr):
     """The jaxpr with such chains moved after their broadcasts (a new object), or `jaxpr`
     itself where there are none."""
-    if not native.available():
-        return jaxpr
     eqns = jaxpr.eqns
+    if not any(e.primitive is broadcast_in_dim_p and type(e.invars[0]) is Var
+               and e.invars[0].aval.shape for e in eqns) or not native.available():
+        return jaxpr  # (found without building the maps below)
     producer = {v: eqn for eqn in eqns for v in eqn.outvars}
     readers = {}
     for eqn in eqns:
