@@ -31,7 +31,7 @@ def test_host_data_becomes_an_aligned_copy_when_large(rows, cols, dtype):
     buf = x._buf
     np.testing.assert_array_equal(buf, host)
     assert not np.shares_memory(buf, host)
-    if host.nbytes >= aligned.LARGE_BYTES:
+    if buf.nbytes >= aligned.LARGE_BYTES:  # (float64 becomes float32 without x64)
         assert aligned.handler_name(buf) == ALIGNED and _address(buf) % 64 == 0
     else:
         assert aligned.handler_name(buf) != ALIGNED
@@ -63,6 +63,10 @@ def test_the_allocator_zeroes_resizes_and_frees():
         zeros = np.zeros((512, 256))  # calloc
         grown = np.arange(20000.0)
         grown.resize(50000, refcheck=False)  # realloc: the first values kept
+        shrunk = np.arange(20000.0)
+        shrunk.resize(7, refcheck=False)
+        tiny = np.arange(3.0)
+        tiny.resize(40000, refcheck=False)
         small = np.ones(3)
         chunks = [np.full(10000 + k, float(k)) for k in range(50)]
     finally:
@@ -70,6 +74,9 @@ def test_the_allocator_zeroes_resizes_and_frees():
     assert aligned.handler_name(zeros) == ALIGNED and not zeros.any()
     assert _address(zeros) % 64 == 0
     np.testing.assert_array_equal(grown[:20000], np.arange(20000.0))
+    np.testing.assert_array_equal(shrunk, np.arange(7.0))
+    np.testing.assert_array_equal(tiny[:3], np.arange(3.0))
+    assert all(_address(a) % 64 == 0 for a in (grown, shrunk, tiny, small))
     assert small.sum() == 3 and aligned.handler_name(small) == ALIGNED
     assert all(c[-1] == k for k, c in enumerate(chunks))
     del chunks  # freed by the allocator that made them

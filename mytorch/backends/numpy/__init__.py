@@ -30,13 +30,7 @@ class NumpyBackend(Backend):
 
     def put(self, value, device):
         value = np.asarray(value)
-        if value.nbytes < aligned.LARGE_BYTES:
-            return np.array(value, copy=True)
-        token = aligned.enter()  # a large array: a 64-byte aligned copy (aligned.py)
-        try:
-            return np.array(value, copy=True)
-        finally:
-            aligned.leave(token)
+        return _large(value.nbytes, np.array, value, copy=True)
 
     def to_numpy(self, buf):
         return buf
@@ -45,7 +39,7 @@ class NumpyBackend(Backend):
         if type(buf) is not np.ndarray:
             return np.asarray(buf, dtype=dtype)
         if buf.dtype != dtype:
-            return buf.astype(dtype)
+            return _large(buf.size * np.dtype(dtype).itemsize, buf.astype, dtype)
         return buf
 
     def donate(self, buf):
@@ -62,6 +56,18 @@ class NumpyBackend(Backend):
         from mytorch.backends.numpy.codegen import generate
 
         return generate(jaxpr, consts, options, self)
+
+
+def _large(nbytes, make, *args, **kwargs):
+    """`make(*args, **kwargs)`, a new array of `nbytes`: 64-byte aligned when it is large
+    (aligned.py)."""
+    if nbytes < aligned.LARGE_BYTES:
+        return make(*args, **kwargs)
+    token = aligned.enter()
+    try:
+        return make(*args, **kwargs)
+    finally:
+        aligned.leave(token)
 
 
 numpy_backend = NumpyBackend()

@@ -11,9 +11,10 @@ NumPy lets a library install its own allocator for the current context
 (`PyDataMem_SetHandler`, NumPy >= 1.22): each array remembers the allocator that made it
 and is freed by it, so arrays of both kinds mix freely. This module builds (once per
 machine, with the compiled loops' machinery: native.py) a small extension holding such an
-allocator: blocks of at least `MIN_BYTES` are aligned to 64 bytes (`posix_memalign`; from
-4 MiB advised to use huge pages, as NumPy's own allocator does), smaller ones are plain
-malloc blocks. `enter()` installs it and returns a token for `leave(token)`; the code
+allocator: every block is a malloc (or calloc) block with room to start at a multiple of
+64 bytes, its size and the malloc pointer kept in the two words in front (so calloc's large
+blocks stay lazily zeroed pages, and realloc knows the old size); from 4 MiB blocks are
+advised to use huge pages, as NumPy's own allocator does. `enter()` installs it and returns a token for `leave(token)`; the code
 generator brackets compiled functions that allocate large arrays with them, and the
 backend's `put` (host data becoming an array) allocates under it. Where it cannot be built,
 both are no-ops.
@@ -32,7 +33,6 @@ import numpy as np
 
 from mytorch.backends.numpy import native
 
-MIN_BYTES = 4096  # smaller blocks: plain malloc (NumPy's small arrays, scalars)
 # compiled functions computing arrays of this size or more run under the allocator, and
 # host data of this size becomes an aligned copy (below, the 0.6 us of switching shows)
 LARGE_BYTES = 1 << 16
@@ -43,47 +43,61 @@ _SOURCE = r"""
 #define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
 
 #define MT_ALIGN 64
-#define MT_MIN_BYTES @MIN@
+#define MT_HEAD (2 * sizeof(void *))
 
-static void *mt_malloc(void *ctx, size_t size) {
-  (void)ctx;
-  if (size < MT_MIN_BYTES) return malloc(size ? size : 1);
-  void *p = NULL;
-  if (posix_memalign(&p, MT_ALIGN, size) != 0) return NULL;
+/* Every block comes from malloc (or calloc, whose large blocks stay lazily zeroed pages,
+   as NumPy's zeros rely on) with room to align it; the two words before the aligned
+   address hold the block's size and the pointer malloc returned. */
+static void *mt_place(char *raw, size_t size) {
+  if (!raw) return NULL;
+  uintptr_t at = ((uintptr_t)raw + MT_HEAD + MT_ALIGN - 1) & ~(uintptr_t)(MT_ALIGN - 1);
+  ((void **)at)[-1] = raw;
+  ((size_t *)at)[-2] = size;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (size >= (1u << 22)) {  /* as NumPy's default allocator does */
-    uintptr_t start = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)4095;
+    uintptr_t start = (at + 4095) & ~(uintptr_t)4095;
+    uintptr_t end = (at + size) & ~(uintptr_t)4095;
     if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
   }
 #endif
-  return p;
+  return (void *)at;
+}
+
+static void *mt_malloc(void *ctx, size_t size) {
+  (void)ctx;
+  if (size > SIZE_MAX - MT_ALIGN - MT_HEAD) return NULL;
+  return mt_place((char *)malloc(size + MT_ALIGN + MT_HEAD), size);
 }
 
 static void *mt_calloc(void *ctx, size_t nelem, size_t elsize) {
-  size_t size = nelem * elsize;
-  if (elsize && size / elsize != nelem) return NULL;
-  if (size < MT_MIN_BYTES) return calloc(nelem ? nelem : 1, elsize ? elsize : 1);
-  void *p = mt_malloc(ctx, size);
-  if (p) memset(p, 0, size);
-  return p;
-}
-
-/* (a reallocated block may lose the alignment: only resizing NumPy functions realloc) */
-static void *mt_realloc(void *ctx, void *ptr, size_t size) {
   (void)ctx;
-  return realloc(ptr, size ? size : 1);
+  size_t size = nelem * elsize;
+  if ((elsize && size / elsize != nelem) || size > SIZE_MAX - MT_ALIGN - MT_HEAD) return NULL;
+  return mt_place((char *)calloc(1, size + MT_ALIGN + MT_HEAD), size);
 }
 
 static void mt_free(void *ctx, void *ptr, size_t size) {
   (void)ctx; (void)size;
-  free(ptr);
+  if (ptr) free(((void **)ptr)[-1]);
+}
+
+/* a new aligned block with the old one's first bytes (NumPy passes no old size: it is
+   the one kept in front of the block) */
+static void *mt_realloc(void *ctx, void *ptr, size_t size) {
+  if (!ptr) return mt_malloc(ctx, size);
+  void *out = mt_malloc(ctx, size);
+  if (!out) return NULL;
+  size_t old = ((size_t *)ptr)[-2];
+  memcpy(out, ptr, old < size ? old : size);
+  mt_free(ctx, ptr, old);
+  return out;
 }
 
 static PyDataMem_Handler mt_handler = {
@@ -120,7 +134,7 @@ def _module():
         return None
     if tuple(int(p) for p in np.__version__.split(".")[:2]) < (1, 22):
         return None
-    text = _SOURCE.replace("@MIN@", str(MIN_BYTES))
+    text = _SOURCE
     tag = hashlib.sha256(f"{sys.version}{np.__version__}{text}".encode()).hexdigest()[:16]
     name = f"mt_aligned_{tag}"
     flags = (*native.FLAGS, f"-I{sysconfig.get_paths()['include']}",
