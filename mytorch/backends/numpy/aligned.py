@@ -14,10 +14,10 @@ machine, with the compiled loops' machinery: native.py) a small extension holdin
 allocator: every block is a malloc (or calloc) block with room to start at a multiple of
 64 bytes, its size and the malloc pointer kept in the two words in front (so calloc's large
 blocks stay lazily zeroed pages, and realloc knows the old size); from 4 MiB blocks are
-advised to use huge pages, as NumPy's own allocator does. `enter()` installs it and returns a token for `leave(token)`; the code
-generator brackets compiled functions that allocate large arrays with them, and the
-backend's `put` (host data becoming an array) allocates under it. Where it cannot be built,
-both are no-ops.
+advised to use huge pages, as NumPy's own allocator does. `enter()` installs it and
+returns a token for `leave(token)`; the code generator brackets compiled functions that
+allocate large arrays with them, and the backend's `put` and `coerce` (host data becoming
+an array) allocate large arrays under it. Where it cannot be built, both are no-ops.
 
 `MYTORCH_ALIGNED=0` turns it off.
 """
