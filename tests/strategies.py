@@ -116,3 +116,15 @@ def assert_close(actual, expected, dtype=None, **tol):
                                    equal_nan=True, **t)
     else:
         np.testing.assert_array_equal(actual_np, expected)
+
+
+def assert_same_bits(actual, expected):
+    """Equal bit for bit (signed zeros included), shape and dtype too, except a NaN's sign
+    and payload, which compiled loops do not keep (the C compiler may turn x * -0.0 into a
+    sign flip): NaN where the other has NaN."""
+    a, b = np.asarray(actual), np.asarray(expected)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
+    nan = np.isnan(a)
+    np.testing.assert_array_equal(nan, np.isnan(b))
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    np.testing.assert_array_equal(a[~nan].view(bits), b[~nan].view(bits))

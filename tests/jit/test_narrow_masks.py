@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import mytorch as mt
 import mytorch.numpy as mnp
 from mytorch.backends.numpy import narrow_masks, native, peephole
+from tests.strategies import assert_same_bits
 
 pytestmark = pytest.mark.skipif(not native.available(),
                                 reason=f"no compiled loops here: {native.unavailable_reason()}")
@@ -27,17 +28,6 @@ def _prepared(f, *args):
 def _stored_codes(jaxpr):
     """The uint8 arrays a prepared jaxpr computes."""
     return [v for e in jaxpr.eqns for v in e.outvars if v.aval.dtype == np.uint8]
-
-
-def _same_bits(a, b):
-    """Equal bit for bit (signed zeros included), except a NaN's sign and payload, which
-    the C compiler of the loops does not keep (x * -0.0 may flip a NaN's sign)."""
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape
-    nan = np.isnan(a)
-    np.testing.assert_array_equal(nan, np.isnan(b))
-    bits = np.dtype(f"u{a.dtype.itemsize}")
-    np.testing.assert_array_equal(a[~nan].view(bits), b[~nan].view(bits))
 
 
 def _run(f, args, narrowed):
@@ -75,7 +65,7 @@ def test_relu_gradient_is_the_same_bits_and_matches_central_differences(dtype, x
     got = _run(grad, (params, x), True)
     plain = _run(grad, (params, x), False)
     for a, b in zip(got, plain, strict=True):
-        _same_bits(a, b)
+        assert_same_bits(a, b)
     eager = grad([mnp.asarray(p) for p in params], mnp.asarray(x))
     for a, b in zip(got, eager, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
@@ -101,7 +91,7 @@ _CONSTS = st.sampled_from([0.0, -0.0, 0.5, 1.0, -2.5, np.inf, -np.inf, np.nan, 3
 @given(st.lists(_CONSTS, min_size=3, max_size=3), st.sampled_from([np.float32, np.float64,
                                                                     np.float16]),
        st.integers(128, 160), st.integers(128, 140))
-def test_constant_trees_read_after_a_product_are_the_same_bits(consts, dtype, n, k):
+def test_constant_trees_read_after_a_product_are_theassert_same_bits(consts, dtype, n, k):
     """where(x > 0, c1, where(x == 0, c2, c3)) computed before a product and multiplied into
     its result: with the rewrite and without, the same bits."""
     rng = np.random.default_rng(n * 1000 + k)
@@ -120,7 +110,7 @@ def test_constant_trees_read_after_a_product_are_the_same_bits(consts, dtype, n,
     # (float16 loops compute in float32 through NumPy: no compiled reader decodes codes)
     assert bool(_stored_codes(_prepared(f, x, w))) == (dtype != np.float16)
     got, plain = _run(f, (x, w), True), _run(f, (x, w), False)
-    _same_bits(got, plain)
+    assert_same_bits(got, plain)
     assert np.asarray(got).dtype == dtype
 
 
