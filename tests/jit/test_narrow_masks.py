@@ -91,7 +91,7 @@ _CONSTS = st.sampled_from([0.0, -0.0, 0.5, 1.0, -2.5, np.inf, -np.inf, np.nan, 3
 @given(st.lists(_CONSTS, min_size=3, max_size=3), st.sampled_from([np.float32, np.float64,
                                                                     np.float16]),
        st.integers(128, 160), st.integers(128, 140))
-def test_constant_trees_read_after_a_product_are_theassert_same_bits(consts, dtype, n, k):
+def test_constant_trees_read_after_a_product_are_the_same_bits(consts, dtype, n, k):
     """where(x > 0, c1, where(x == 0, c2, c3)) computed before a product and multiplied into
     its result: with the rewrite and without, the same bits."""
     rng = np.random.default_rng(n * 1000 + k)

@@ -56,7 +56,7 @@ def _np_xent_grad(x, y):
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 70), st.integers(8, 40), st.sampled_from([np.float32, np.float64]),
        st.sampled_from(["finite", "inf row", "nan", "-inf row"]))
-def test_softmax_xent_and_gradient_are_theassert_same_bits(rows, cols, dtype, special):
+def test_softmax_xent_and_gradient_are_the_same_bits(rows, cols, dtype, special):
     rng = np.random.default_rng(rows * 100 + cols)
     x = (rng.standard_normal((rows, cols)) * 4).astype(dtype)
     y = np.eye(cols, dtype=dtype)[rng.integers(0, cols, rows)]
