@@ -58,6 +58,19 @@ def emitted(result):
     return Emitted(result)
 
 
+def dataflow(jaxpr):
+    """({var: the equation defining it}, {var: indices of the equations reading it, in
+    order, once per read}, the set of output vars) of `jaxpr`."""
+    producer, readers = {}, {}
+    for k, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if type(v) is Var:
+                readers.setdefault(v, []).append(k)
+        for v in eqn.outvars:
+            producer[v] = eqn
+    return producer, readers, {v for v in jaxpr.outvars if type(v) is Var}
+
+
 def read_counts(jaxpr):
     """{var: how many times the jaxpr's equations and outputs read it}."""
     counts = {}

@@ -168,6 +168,13 @@ def leave(token):
         _module().set(token)
 
 
+def bound():
+    """(enter, leave) for generated code: the extension's own calls, with no lookup of the
+    module per call (call this only where `available()`)."""
+    module = _module()
+    return functools.partial(module.set, module.handler), module.set
+
+
 def handler_name(array):
     """The name of the allocator that made `array`'s memory (NumPy's "default_allocator"
     or "mytorch_aligned64"), for tests."""

@@ -347,7 +347,7 @@ class Generator:
         if self._allocates_large():  # 64-byte aligned buffers (aligned.py)
             enter += "    _atok = _aligned_enter()\n"
             leave = f"\n        _aligned_leave(_atok){leave}"
-            self.ns.update(_aligned_enter=aligned.enter, _aligned_leave=aligned.leave)
+            self.ns["_aligned_enter"], self.ns["_aligned_leave"] = aligned.bound()
         return (f"{head}\n{enter}    _tok = _errset(_IGNORE)\n    try:\n{inner}\n"
                 f"    finally:\n        _errreset(_tok){leave}\n")
 

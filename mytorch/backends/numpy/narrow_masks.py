@@ -30,6 +30,7 @@ import numpy as np
 
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.fusion_c import has_c
+from mytorch.backends.planner import dataflow
 from mytorch.core.aval import ShapedArray
 from mytorch.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from mytorch.lax.elementwise import convert_element_type_p, select_n_p
@@ -50,13 +51,7 @@ def narrow(jaxpr):
     if not any(e.primitive is select_n_p and e.outvars[0].aval.size >= MIN_SIZE
                for e in eqns) or not native.available():
         return jaxpr  # (the common case, found without building the maps below)
-    producer = {v: eqn for eqn in eqns for v in eqn.outvars}
-    readers = {}
-    for k, eqn in enumerate(eqns):
-        for v in eqn.invars:
-            if type(v) is Var:
-                readers.setdefault(v, []).append(k)
-    outs = {v for v in jaxpr.outvars if type(v) is Var}
+    producer, readers, outs = dataflow(jaxpr)
     replace, before = {}, {}  # eqn index -> equations replacing it / inserted before it
     for i, eqn in enumerate(eqns):
         if not _tree(eqns, eqn, producer, readers, outs):

@@ -25,6 +25,7 @@ elements of the small array.
 from mytorch.backends.numpy import native
 from mytorch.backends.numpy.fusion import NATIVE_MIN_SIZE
 from mytorch.backends.numpy.fusion_c import has_c
+from mytorch.backends.planner import dataflow
 from mytorch.core.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from mytorch.lax import elementwise as ew
 from mytorch.lax.structural import broadcast_in_dim_p
@@ -43,16 +44,10 @@ def sink(jaxpr):
     if not any(e.primitive is broadcast_in_dim_p and type(e.invars[0]) is Var
                and e.invars[0].aval.shape for e in eqns) or not native.available():
         return jaxpr  # (found without building the maps below)
-    producer = {v: eqn for eqn in eqns for v in eqn.outvars}
-    readers = {}
-    for eqn in eqns:
-        for v in eqn.invars:
-            if type(v) is Var:
-                readers.setdefault(v, []).append(eqn)
-    outs = {v for v in jaxpr.outvars if type(v) is Var}
+    producer, readers, outs = dataflow(jaxpr)
     new, changed, moved = [], False, set()
     for eqn in eqns:
-        chain = _chain(eqn, producer, readers, outs)
+        chain = _chain(eqns, eqn, producer, readers, outs)
         if chain is None:
             new.append(eqn)
             continue
@@ -66,7 +61,7 @@ def sink(jaxpr):
                  jaxpr.outvars, jaxpr.debug_name)
 
 
-def _chain(b, producer, readers, outs):
+def _chain(eqns, b, producer, readers, outs):
     """The equations (root first) to move after the broadcast `b`, or None."""
     if b.primitive is not broadcast_in_dim_p or type(b.invars[0]) is not Var:
         return None
@@ -75,7 +70,7 @@ def _chain(b, producer, readers, outs):
             out.aval.size > MAX_RATIO * u.aval.size:
         return None
     if out in outs or not readers.get(out) or not all(
-            r.primitive.kind == "elementwise" and has_c(r) for r in readers[out]):
+            eqns[k].primitive.kind == "elementwise" and has_c(eqns[k]) for k in readers[out]):
         # an output (pmean under vmap: the replicas' mean broadcast back), or read by
         # something not compiled: the small result and a view of it stay cheaper
         return None
